@@ -1,0 +1,5 @@
+import sys
+
+from deepsharp.cli import main
+
+sys.exit(main())
