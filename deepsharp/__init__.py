@@ -1,0 +1,35 @@
+"""deepsharp: declare a network as a stack of layers (or write it as code), train it with numpy,
+export it to ONNX and read it back.
+
+    from deepsharp import Sequential, Shape, RandomStream, BinaryCrossEntropy, Adam
+    network = Sequential().dense(16).relu().dense(1).lower(Shape(14), RandomStream(1))
+    history = network.fit(x, y, loss=BinaryCrossEntropy(), optimizer=Adam(1e-3), epochs=20)
+    p = network.predict(x, BinaryCrossEntropy())
+"""
+
+from deepsharp import functional
+from deepsharp.callbacks import Callback, EarlyStopping, History
+from deepsharp.errors import (
+    DeepsharpError, OpError, ShapeError, SpecError, StateError, TargetError, TrainingError,
+)
+from deepsharp.io import load, load_checkpoint, save, save_checkpoint
+from deepsharp.losses import BinaryCrossEntropy, CrossEntropy, Loss, MeanSquaredError
+from deepsharp.module import Module, Parameter
+from deepsharp.network import Network
+from deepsharp.optimizers import SGD, Adam, AdamW, Optimizer, RMSprop
+from deepsharp.random import RandomStream
+from deepsharp.schedules import Cosine, ExponentialDecay, LinearWarmup, Schedule, StepDecay
+from deepsharp.sequential import Sequential
+from deepsharp.shape import Shape
+from deepsharp.tensors import Tensor, float64, no_grad
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Adam", "AdamW", "BinaryCrossEntropy", "Callback", "Cosine", "CrossEntropy", "DeepsharpError",
+    "EarlyStopping", "ExponentialDecay", "History", "LinearWarmup", "Loss", "MeanSquaredError",
+    "Module", "Network", "OpError", "Optimizer", "Parameter", "RMSprop", "RandomStream", "SGD",
+    "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
+    "TargetError", "Tensor", "TrainingError", "float64", "functional", "load", "load_checkpoint",
+    "no_grad", "save", "save_checkpoint", "__version__",
+]

@@ -1,0 +1,17 @@
+"""Layout: the one place that knows how a number is laid out elsewhere.
+
+Pure numpy functions, one per conversion, used by the exporter's writers and the importer's
+readers alike (so the two cannot disagree), each with a round-trip test.
+"""
+
+from layout.dense import (
+    dense_kernel_to_gemm, dense_kernel_to_matmul, dense_kernel_to_torch, gemm_to_dense_kernel,
+    matmul_to_dense_kernel, torch_to_dense_kernel,
+)
+from layout.orders import Order, permute_dims, to_channels_first, to_channels_last
+
+__all__ = [
+    "Order", "dense_kernel_to_gemm", "dense_kernel_to_matmul", "dense_kernel_to_torch",
+    "gemm_to_dense_kernel", "matmul_to_dense_kernel", "permute_dims", "to_channels_first",
+    "to_channels_last", "torch_to_dense_kernel",
+]

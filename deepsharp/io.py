@@ -1,0 +1,155 @@
+"""Saving and loading: safetensors files (no pickle anywhere), written atomically.
+
+- `save(network, path)` / `load(path)`: one file holding the spec as JSON (in the safetensors
+  metadata), the input shape, the feature names, and every slot by path. Loading is strict by slot
+  path.
+- `save_weights(module, path)` / `load_weights(module, path)`: the slots only, for networks written
+  as code.
+- `save_checkpoint` / `load_checkpoint`: the slots, the optimizer's state by parameter path, the
+  callbacks' arrays, the history and the step count; `fit(checkpoint=..., resume=True)` uses them.
+
+Every write goes to a temporary file beside the target, is flushed to disk, and then replaces the
+target in one rename: a failed save leaves the old file whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import save as _serialize
+
+from deepsharp.errors import StateError
+
+FORMAT_NETWORK = "deepsharp.network/1"
+FORMAT_WEIGHTS = "deepsharp.weights/1"
+FORMAT_CHECKPOINT = "deepsharp.checkpoint/1"
+
+
+def write_atomic(path: Any, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file and one rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _write(path: Any, tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> None:
+    arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
+    write_atomic(path, _serialize(arrays, metadata=metadata))
+
+
+def _read(path: Any, expected_format: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    try:
+        with safe_open(str(path), framework="np") as handle:
+            metadata = handle.metadata() or {}
+            tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # safetensors raises its own error types for a damaged file
+        raise StateError(f"{path}: not a readable safetensors file ({error})") from None
+    found = metadata.get("format")
+    if found != expected_format:
+        raise StateError(f"{path}: holds {found or 'no deepsharp format'}, expected {expected_format}")
+    return tensors, metadata
+
+
+def save(network: Any, path: Any) -> None:
+    metadata = {
+        "format": FORMAT_NETWORK,
+        "spec": network.spec.to_json(),
+        "input_shape": str(network.input_shape),
+        "features": json.dumps(list(network.features or [])),
+    }
+    _write(path, network.state_dict(), metadata)
+
+
+def load(path: Any):
+    """The Network saved at `path`, with every slot as saved (strict by slot path)."""
+    from deepsharp.random import RandomStream
+    from deepsharp.sequential import Sequential
+    from deepsharp.shape import Shape
+
+    tensors, metadata = _read(path, FORMAT_NETWORK)
+    spec = Sequential.from_json(metadata["spec"])
+    network = spec.lower(Shape.parse(metadata["input_shape"]), RandomStream(0))
+    try:
+        network.load_state_dict(tensors, strict=True)
+    except StateError as error:
+        raise StateError(f"{path}: {error}") from None
+    return network.with_features(json.loads(metadata.get("features", "[]")) or None)
+
+
+def save_weights(module: Any, path: Any) -> None:
+    _write(path, module.state_dict(), {"format": FORMAT_WEIGHTS, "class": type(module).__name__})
+
+
+def load_weights(module: Any, path: Any, strict: bool = True) -> None:
+    tensors, _ = _read(path, FORMAT_WEIGHTS)
+    module.load_state_dict(tensors, strict=strict)
+
+
+# -- checkpoints ---------------------------------------------------------------------------------
+def _split(tensors: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+
+
+def save_checkpoint(path: Any, module: Any, optimizer: Any, callbacks: Sequence[Any],
+                    history: list, step: int, *, seed: int, batch_size: int) -> None:
+    tensors = {f"module/{k}": v for k, v in module.state_dict().items()}
+    tensors.update({f"optimizer/{k}": v for k, v in optimizer.state_arrays().items()})
+    for index, callback in enumerate(callbacks):
+        if hasattr(callback, "state_arrays"):
+            tensors.update({f"callback{index}/{k}": v for k, v in callback.state_arrays().items()})
+    metadata = {
+        "format": FORMAT_CHECKPOINT,
+        "optimizer": json.dumps({"class": type(optimizer).__name__, **optimizer.config()}),
+        "history": json.dumps(list(history)),
+        "step": str(step),
+        "seed": str(seed),
+        "batch_size": str(batch_size),
+    }
+    _write(path, tensors, metadata)
+
+
+def load_checkpoint(path: Any, module: Any, optimizer: Any, callbacks: Sequence[Any], *,
+                    seed: int, batch_size: int):
+    """Restore a checkpoint into `module`, `optimizer` and `callbacks`; return (history, next
+    epoch, step), or None when there is no file yet. A checkpoint made with another seed, batch
+    size or optimizer is refused: resuming it could not be bit-exact."""
+    from deepsharp.callbacks import History
+
+    if not Path(path).exists():
+        return None
+    tensors, metadata = _read(path, FORMAT_CHECKPOINT)
+    saved_optimizer = json.loads(metadata["optimizer"])
+    faults = []
+    if int(metadata["seed"]) != seed:
+        faults.append(f"seed {metadata['seed']} (this run: {seed})")
+    if int(metadata["batch_size"]) != batch_size:
+        faults.append(f"batch_size {metadata['batch_size']} (this run: {batch_size})")
+    if saved_optimizer != json.loads(json.dumps({"class": type(optimizer).__name__, **optimizer.config()})):
+        faults.append(f"optimizer {saved_optimizer} (this run: {type(optimizer).__name__} {optimizer.config()})")
+    if faults:
+        raise StateError(f"{path}: cannot resume: the checkpoint was made with " + ", ".join(faults))
+    module.load_state_dict(_split(tensors, "module/"), strict=True)
+    optimizer.load_state_arrays(_split(tensors, "optimizer/"))
+    for index, callback in enumerate(callbacks):
+        if hasattr(callback, "load_state_arrays"):
+            callback.load_state_arrays(_split(tensors, f"callback{index}/"))
+    history = History(json.loads(metadata["history"]))
+    return history, len(history), int(metadata["step"])

@@ -1,0 +1,97 @@
+"""Activation layers: each applies one primitive elementwise (softmax over the last axis).
+
+Every activation spec names the primitive it applies and its attributes; one step type runs them
+all, and one exporter writer writes them all from the primitive's ONNX mapping.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from deepsharp.layers.base import LayerSpec, Lowering, Step, layer
+from deepsharp.shape import Shape
+from deepsharp.tensors import Tensor, apply
+
+
+class ActivationSpec(LayerSpec):
+    """An elementwise function of the values; the shape is unchanged."""
+
+    def primitive(self) -> str:
+        return self.kind
+
+    def attrs(self, rank: int) -> dict[str, Any]:
+        return {}
+
+    def build(self, shape: Shape, at: Lowering) -> "ActivationStep":
+        return ActivationStep(self, at.place, shape, shape)
+
+
+class ActivationStep(Step):
+    def forward(self, x: Tensor) -> Tensor:
+        return apply(self.spec.primitive(), x, **self.spec.attrs(x.ndim))
+
+
+@layer("relu")
+class Relu(ActivationSpec):
+    """max(x, 0)."""
+
+
+@layer("sigmoid")
+class Sigmoid(ActivationSpec):
+    """1 / (1 + e^-x). A last sigmoid before BinaryCrossEntropy is lifted into the loss."""
+
+
+@layer("tanh")
+class Tanh(ActivationSpec):
+    """tanh(x)."""
+
+
+@layer("gelu")
+class Gelu(ActivationSpec):
+    """x * Phi(x) (`approximate="none"`) or PyTorch's tanh form (`approximate="tanh"`)."""
+
+    approximate: Literal["none", "tanh"] = "none"
+
+    def attrs(self, rank: int) -> dict[str, Any]:
+        return {"approximate": int(self.approximate == "tanh")}
+
+
+@layer("silu")
+class Silu(ActivationSpec):
+    """x * sigmoid(x) (also called swish)."""
+
+
+@layer("elu")
+class Elu(ActivationSpec):
+    """x where x > 0, else alpha * (e^x - 1)."""
+
+    alpha: float = Field(1.0, gt=0)
+
+    def attrs(self, rank: int) -> dict[str, Any]:
+        return {"alpha": float(self.alpha)}
+
+
+@layer("leaky_relu")
+class LeakyRelu(ActivationSpec):
+    """x where x > 0, else slope * x."""
+
+    slope: float = Field(0.01, ge=0)
+
+    def attrs(self, rank: int) -> dict[str, Any]:
+        return {"slope": float(self.slope)}
+
+
+@layer("softplus")
+class Softplus(ActivationSpec):
+    """log(1 + e^x)."""
+
+
+@layer("softmax")
+class Softmax(ActivationSpec):
+    """e^x / sum(e^x) over the last axis. A last softmax before CrossEntropy is lifted into the
+    loss."""
+
+    def attrs(self, rank: int) -> dict[str, Any]:
+        return {"axis": rank - 1}

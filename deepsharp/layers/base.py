@@ -1,0 +1,202 @@
+"""Layer specs, steps, and the table that makes each spec a verb of `Sequential`.
+
+A *spec* is a frozen pydantic model holding configuration only, checked when made. Lowering it
+(`spec.build(shape, at)`) takes the shape reaching it and the random stream and returns a *step*: a
+Module holding numpy parameters, its input and output shapes, and `forward` over tensors.
+
+Registering a spec with `@layer` adds it to `SPEC_KINDS` (so a JSON spec finds its class by
+`kind`) and adds a verb of the same name to `Sequential`, whose arguments are the spec's fields in
+order (or `from_verb`'s, where the spec defines one).
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from deepsharp.errors import ShapeError, SpecError
+from deepsharp.module import Module
+from deepsharp.random import RandomStream
+from deepsharp.shape import Shape
+from deepsharp.tensors import Tensor
+
+SPEC_KINDS: dict[str, type["LayerSpec"]] = {}
+VERB_TARGETS: list[type] = []  # the builder class(es) verbs are attached to (Sequential)
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """Where a spec is being lowered: its place in the stack (`3`, `2.branch.0`) and the stream."""
+
+    place: str
+    random: RandomStream
+
+    def generator(self, purpose: str = "initialise") -> np.random.Generator:
+        return self.random.generator(f"{purpose}:{self.place}")
+
+    def child(self, name: str) -> "Lowering":
+        return Lowering(f"{self.place}.{name}", self.random)
+
+
+@dataclass(frozen=True)
+class Flow:
+    """What passes between steps: the values and, for series, which steps are real.
+
+    `mask` is a bool array (batch, steps) or None; a step that keeps the steps axis passes it on.
+    """
+
+    value: Tensor
+    mask: np.ndarray | None = None
+
+
+class LayerSpec(BaseModel):
+    """The configuration of one layer. Subclasses set `kind` and implement `build`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    kind: ClassVar[str] = ""
+    # what the network's input holds when this layer comes first ("int64" for ids)
+    input_dtype: ClassVar[str] = "float32"
+    # a layer that only acts in training (dropout, noise): an inference graph holds no node of it
+    training_only: ClassVar[bool] = False
+
+    @abstractmethod
+    def build(self, shape: Shape, at: Lowering) -> "Step":
+        """The step this spec lowers to for inputs of `shape` (ShapeError if it cannot)."""
+
+    def dump(self) -> dict[str, Any]:
+        return {"kind": self.kind, **self.model_dump(mode="json")}
+
+    def describe(self) -> str:
+        """The verb call that makes this spec: `dense(16)`, `gelu(approximate='tanh')`."""
+        args = [repr(getattr(self, name)) for name, field in type(self).model_fields.items()
+                if field.is_required()]
+        args += [f"{name}={getattr(self, name)!r}" for name, field in type(self).model_fields.items()
+                 if not field.is_required() and getattr(self, name) != field.default]
+        return f"{self.kind}({', '.join(args)})"
+
+
+class Step(Module):
+    """A lowered layer: parameters as attributes, shapes of one example in and out."""
+
+    def __init__(self, spec: LayerSpec, place: str, input_shape: Shape, output_shape: Shape):
+        super().__init__()
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "place", place)
+        object.__setattr__(self, "input_shape", input_shape)
+        object.__setattr__(self, "output_shape", output_shape)
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    def call(self, flow: Flow) -> Flow:
+        """Run on a flow: by default forward the values and keep the mask while the output keeps
+        the steps axis of a series."""
+        out = self.forward(flow.value)
+        mask = flow.mask
+        if mask is not None and (out.ndim < 3 or out.shape[:2] != flow.value.shape[:2]):
+            mask = None
+        return Flow(out, mask)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.place}: {self.spec.describe()}, {self.input_shape} -> {self.output_shape})"
+
+
+def _field_message(verb: str, error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        loc = ".".join(str(p) for p in item["loc"]) or "arguments"
+        msg = item["msg"]
+        msg = msg.replace("Input should be", "must be").replace("Value error, ", "")
+        msg = msg[0].lower() + msg[1:] if msg else msg
+        parts.append(f"{verb}: {loc} {msg}, received {item.get('input')!r}")
+    return "; ".join(parts)
+
+
+def make_spec(cls: type[LayerSpec], verb: str, **values: Any) -> LayerSpec:
+    """Build a spec, turning pydantic's complaint into one naming the verb, argument and value."""
+    try:
+        return cls(**values)
+    except ValidationError as error:
+        raise SpecError(_field_message(verb, error)) from None
+
+
+def _verb_signature(cls: type[LayerSpec]) -> inspect.Signature:
+    source = getattr(cls, "from_verb", None)
+    if source is not None:
+        params = list(inspect.signature(source).parameters.values())
+        return inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
+                                 + params)
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
+    for name, field in cls.model_fields.items():
+        default = inspect.Parameter.empty if field.is_required() else field.default
+        params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        default=default, annotation=field.annotation))
+    return inspect.Signature(params)
+
+
+def _make_verb(cls: type[LayerSpec]) -> Callable[..., Any]:
+    signature = _verb_signature(cls)
+    factory = getattr(cls, "from_verb", None)
+
+    def verb(self, *args: Any, **kwargs: Any):
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as error:
+            raise SpecError(f"{cls.kind}: {error}") from None
+        bound.apply_defaults()
+        values = dict(list(bound.arguments.items())[1:])
+        spec = factory(**values) if factory is not None else make_spec(cls, cls.kind, **values)
+        return self._append(spec)
+
+    verb.__name__ = verb.__qualname__ = cls.kind
+    verb.__signature__ = signature  # type: ignore[attr-defined]
+    verb.__doc__ = cls.__doc__
+    return verb
+
+
+def layer(kind: str) -> Callable[[type[LayerSpec]], type[LayerSpec]]:
+    """Register a spec class under `kind` and give `Sequential` a verb of that name."""
+
+    def register(cls: type[LayerSpec]) -> type[LayerSpec]:
+        if kind in SPEC_KINDS:
+            raise SpecError(f"layer kind {kind!r} is registered twice")
+        cls.kind = kind
+        SPEC_KINDS[kind] = cls
+        for target in VERB_TARGETS:
+            setattr(target, kind, _make_verb(cls))
+        return cls
+
+    return register
+
+
+def attach_verbs(target: type) -> type:
+    """Give `target` (the builder) every registered verb, and those registered later."""
+    VERB_TARGETS.append(target)
+    for cls in SPEC_KINDS.values():
+        setattr(target, cls.kind, _make_verb(cls))
+    return target
+
+
+def parse_spec(data: Any) -> LayerSpec:
+    """A spec from its JSON form `{"kind": ..., fields...}` (or a spec, returned as is)."""
+    if isinstance(data, LayerSpec):
+        return data
+    if not isinstance(data, dict) or "kind" not in data:
+        raise SpecError(f"a layer spec must be an object with a 'kind', received {data!r}")
+    fields = dict(data)
+    kind = fields.pop("kind")
+    if kind not in SPEC_KINDS:
+        raise SpecError(f"unknown layer kind {kind!r}; known: {', '.join(sorted(SPEC_KINDS))}")
+    return make_spec(SPEC_KINDS[kind], kind, **fields)
+
+
+def require_rank(spec: LayerSpec, shape: Shape, ranks: tuple[int, ...], what: str) -> None:
+    """Refuse a shape whose rank is not among `ranks` (the caller names the place)."""
+    if shape.rank not in ranks:
+        raise ShapeError(f"needs {what}, received an input of shape {shape}")

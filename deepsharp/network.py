@@ -1,0 +1,110 @@
+"""Network: the stack of steps a `Sequential` lowers to.
+
+Steps are child modules named by their place, so slots have PyTorch-style paths (`0.weight`,
+`3.branch.1.bias`). Series flow with their mask (see `Flow`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from deepsharp.errors import ShapeError
+from deepsharp.layers.base import Flow, Step
+from deepsharp.module import Module
+from deepsharp.shape import Shape
+from deepsharp.tensors import Tensor
+
+if TYPE_CHECKING:
+    from deepsharp.sequential import Sequential
+
+
+class Network(Module):
+    """A lowered Sequential: `network(x)` is the evaluation pass on a numpy batch,
+    `network.predict(x, loss)` adds the loss's output activation, `network.fit(...)` trains."""
+
+    def __init__(self, spec: "Sequential", input_shape: Shape, steps: Sequence[Step],
+                 features: Sequence[str] | None = None) -> None:
+        super().__init__()
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "input_shape", input_shape)
+        object.__setattr__(self, "features", tuple(features) if features else None)
+        for step in steps:
+            self.add_module(step.place.rsplit(".", 1)[-1], step)
+
+    @property
+    def steps(self) -> list[Step]:
+        return list(self._modules.values())
+
+    @property
+    def output_shape(self) -> Shape:
+        steps = self.steps
+        return steps[-1].output_shape if steps else self.input_shape
+
+    def with_features(self, features: Sequence[str] | None) -> "Network":
+        object.__setattr__(self, "features", tuple(features) if features else None)
+        return self
+
+    # -- running --------------------------------------------------------------------------------
+    def check_input(self, x: Tensor) -> None:
+        """The batch must have the example's rank and channels; a series' length (and an image's
+        places) may differ from the example's."""
+        expected = self.input_shape
+        received = x.shape[1:]
+        if len(received) != expected.rank or (expected.rank and received[-1] != expected[-1]):
+            raise ShapeError(f"network input: expected a batch of examples of shape {expected} "
+                             f"(batch x {expected}), received an array of shape {x.shape}")
+
+    def call(self, flow: Flow, steps: Sequence[Step] | None = None) -> Flow:
+        for step in self.steps if steps is None else steps:
+            flow = step.call(flow)
+        return flow
+
+    def forward(self, x: Tensor) -> Tensor:
+        self.check_input(x)
+        return self.call(Flow(x)).value
+
+    def lifted(self, loss: Any) -> bool:
+        """Whether the last step is the loss's own output activation (then lifted into it)."""
+        steps = self.steps
+        return bool(steps) and loss is not None and loss.lifts(steps[-1].spec)
+
+    def logits_steps(self, loss: Any) -> list[Step]:
+        steps = self.steps
+        return steps[:-1] if self.lifted(loss) else steps
+
+    def logits(self, x: Tensor, loss: Any = None) -> Tensor:
+        self.check_input(x)
+        return self.call(Flow(x), self.logits_steps(loss)).value
+
+    # -- describing and saving ----------------------------------------------------------------------
+    def summary(self) -> str:
+        """A table of steps, output shapes and parameter counts."""
+        rows = [("place", "layer", "output", "parameters")]
+        rows.append(("", "input", str(self.input_shape), ""))
+        for step in self.steps:
+            count = sum(p.size for _, p in step.named_parameters())
+            rows.append((step.place, step.spec.describe(), str(step.output_shape), f"{count:,}"))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = ["  ".join(c.ljust(w) if i < 3 else c.rjust(w)
+                           for i, (c, w) in enumerate(zip(row, widths))) for row in rows]
+        lines.insert(1, "-" * len(lines[0]))
+        trainable = sum(p.size for _, p in self.trainable_parameters())
+        lines.append("-" * len(lines[0]))
+        lines.append(f"parameters: {self.parameter_count():,} ({trainable:,} trainable)")
+        return "\n".join(lines)
+
+    def save(self, path: Any) -> None:
+        """Write the spec (JSON) and every slot (safetensors) to one file, atomically."""
+        from deepsharp.io import save
+
+        save(self, path)
+
+    def __repr__(self) -> str:
+        return f"Network({self.spec!r}, input {self.input_shape})"
+
+
+def example_batch(network: Network, size: int, generator: np.random.Generator) -> np.ndarray:
+    """A random float batch of `size` examples of the network's input shape."""
+    return generator.standard_normal((size, *network.input_shape)).astype(np.float32)

@@ -1,0 +1,237 @@
+"""Optimizers with PyTorch's arithmetic and defaults, gradient-norm clipping, and a schedule.
+
+| optimizer | update (g the gradient, p the parameter)                                            |
+|-----------|--------------------------------------------------------------------------------------|
+| SGD       | g += wd p; b = m b + (1 - dampening) g (b = g at first); g = g + m b if nesterov else b; p -= lr g |
+| Adam      | g += wd p; m1 = b1 m1 + (1-b1) g; m2 = b2 m2 + (1-b2) g^2; p -= lr/(1-b1^t) m1 / (sqrt(m2)/sqrt(1-b2^t) + eps) |
+| AdamW     | p *= 1 - lr wd, then Adam without the g += wd p                                      |
+| RMSprop   | g += wd p; s = a s + (1-a) g^2; d = sqrt(s [- mean(g)^2 if centered]) + eps; p -= lr (b = m b + g/d if momentum else g/d) |
+
+`clip_norm` scales every gradient by min(1, clip_norm / (total 2-norm + 1e-6)) first, as
+`torch.nn.utils.clip_grad_norm_`. State is kept per parameter path, so a checkpoint holds it by name.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+
+from deepsharp.errors import SpecError, StateError
+from deepsharp.module import Parameter
+from deepsharp.schedules import Schedule
+
+
+def _check(owner: str, name: str, value: float, low: float = 0.0, inclusive: bool = True,
+           high: float | None = None) -> None:
+    ok = value >= low if inclusive else value > low
+    if high is not None:
+        ok = ok and value < high
+    if not ok or not math.isfinite(value):
+        bound = f">= {low}" if inclusive else f"> {low}"
+        bound += f" and < {high}" if high is not None else ""
+        raise SpecError(f"{owner}: {name} must be {bound}, received {value!r}")
+
+
+class Optimizer:
+    """Base: bind to named parameters, then `step()` after each backward pass."""
+
+    def __init__(self, lr: float, weight_decay: float = 0.0, clip_norm: float | None = None,
+                 schedule: Schedule | None = None) -> None:
+        owner = type(self).__name__
+        _check(owner, "lr", lr)
+        _check(owner, "weight_decay", weight_decay)
+        if clip_norm is not None:
+            _check(owner, "clip_norm", clip_norm, inclusive=False)
+        self.base_lr = float(lr)
+        self.lr = float(lr)
+        self.weight_decay = float(weight_decay)
+        self.clip_norm = clip_norm
+        self.schedule = schedule
+        self.params: list[tuple[str, Parameter]] = []
+        self.state: dict[str, dict[str, np.ndarray]] = {}
+
+    def bind(self, named_parameters: Iterable[tuple[str, Parameter]]) -> "Optimizer":
+        self.params = [(n, p) for n, p in named_parameters if p.requires_grad]
+        return self
+
+    def zero_grad(self) -> None:
+        for _, p in self.params:
+            p.grad = None
+
+    def scheduled(self, epoch: int, step: int) -> float:
+        """Set and return the rate the schedule gives at this epoch and step."""
+        if self.schedule is not None:
+            t = epoch if self.schedule.unit == "epoch" else step
+            self.lr = float(self.schedule.rate(self.base_lr, t))
+        return self.lr
+
+    def clip(self) -> float:
+        """Scale gradients to a total 2-norm of at most `clip_norm`; return the norm before."""
+        grads = [p.grad for _, p in self.params if p.grad is not None]
+        total = math.sqrt(sum(float(np.vdot(g, g)) for g in grads))
+        if self.clip_norm is not None:
+            coef = self.clip_norm / (total + 1e-6)
+            if coef < 1.0:
+                for g in grads:
+                    g *= np.asarray(coef, dtype=g.dtype)
+        return total
+
+    def step(self) -> None:
+        if self.clip_norm is not None:
+            self.clip()
+        for name, p in self.params:
+            if p.grad is not None:
+                self.update(p._data, p.grad, self.state.setdefault(name, {}))
+                p._version += 1
+
+    def update(self, p: np.ndarray, g: np.ndarray, state: dict[str, np.ndarray]) -> None:
+        raise TypeError(f"{type(self).__name__} does not define update()")
+
+    def _decayed(self, p: np.ndarray, g: np.ndarray) -> np.ndarray:
+        return g + np.asarray(self.weight_decay, p.dtype) * p if self.weight_decay else g
+
+    # -- checkpoints --------------------------------------------------------------------------------
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """Every state array by `{parameter path}/{name}` (what a checkpoint stores)."""
+        return {f"{path}/{key}": value for path, slots in self.state.items()
+                for key, value in slots.items()}
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        known = {name for name, _ in self.params}
+        state: dict[str, dict[str, np.ndarray]] = {}
+        for key, value in arrays.items():
+            path, _, name = key.rpartition("/")
+            if path not in known:
+                raise StateError(f"{type(self).__name__}: checkpoint holds state for {path!r}, "
+                                 f"which is not a trainable parameter of this network")
+            state.setdefault(path, {})[name] = np.array(value)
+        self.state = state
+
+    def config(self) -> dict[str, Any]:
+        return {"lr": self.base_lr, "weight_decay": self.weight_decay, "clip_norm": self.clip_norm}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
+        return f"{type(self).__name__}({args})"
+
+
+class SGD(Optimizer):
+    def __init__(self, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 nesterov: bool = False, weight_decay: float = 0.0,
+                 clip_norm: float | None = None, schedule: Schedule | None = None) -> None:
+        super().__init__(lr, weight_decay, clip_norm, schedule)
+        _check("SGD", "momentum", momentum)
+        _check("SGD", "dampening", dampening)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise SpecError(f"SGD: nesterov needs a positive momentum and zero dampening, "
+                            f"received momentum={momentum}, dampening={dampening}")
+        self.momentum, self.dampening, self.nesterov = float(momentum), float(dampening), nesterov
+
+    def update(self, p, g, state):
+        g = self._decayed(p, g)
+        if self.momentum:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = g.copy()
+            else:
+                buf *= np.asarray(self.momentum, p.dtype)
+                buf += np.asarray(1 - self.dampening, p.dtype) * g
+            g = g + np.asarray(self.momentum, p.dtype) * buf if self.nesterov else buf
+        p -= np.asarray(self.lr, p.dtype) * g
+
+    def config(self):
+        return {**super().config(), "momentum": self.momentum, "dampening": self.dampening,
+                "nesterov": self.nesterov}
+
+
+class Adam(Optimizer):
+    decoupled = False
+
+    def __init__(self, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0, clip_norm: float | None = None,
+                 schedule: Schedule | None = None) -> None:
+        super().__init__(lr, weight_decay, clip_norm, schedule)
+        owner = type(self).__name__
+        _check(owner, "betas[0]", betas[0], high=1.0)
+        _check(owner, "betas[1]", betas[1], high=1.0)
+        _check(owner, "eps", eps)
+        self.betas, self.eps = (float(betas[0]), float(betas[1])), float(eps)
+
+    def update(self, p, g, state):
+        dt = p.dtype
+        if self.decoupled:
+            p *= np.asarray(1 - self.lr * self.weight_decay, dt)
+        else:
+            g = self._decayed(p, g)
+        if "exp_avg" not in state:
+            state["step"] = np.zeros((), np.float64)
+            state["exp_avg"] = np.zeros_like(p)
+            state["exp_avg_sq"] = np.zeros_like(p)
+        state["step"] += 1
+        t = float(state["step"])
+        b1, b2 = self.betas
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        m += np.asarray(1 - b1, dt) * (g - m)
+        v *= np.asarray(b2, dt)
+        v += np.asarray(1 - b2, dt) * g * g
+        step_size = self.lr / (1 - b1 ** t)
+        denom = np.sqrt(v) / np.asarray(math.sqrt(1 - b2 ** t), dt) + np.asarray(self.eps, dt)
+        p -= np.asarray(step_size, dt) * (m / denom)
+
+    def config(self):
+        return {**super().config(), "betas": list(self.betas), "eps": self.eps}
+
+
+class AdamW(Adam):
+    decoupled = True
+
+    def __init__(self, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, clip_norm: float | None = None,
+                 schedule: Schedule | None = None) -> None:
+        super().__init__(lr, betas, eps, weight_decay, clip_norm, schedule)
+
+
+class RMSprop(Optimizer):
+    def __init__(self, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 clip_norm: float | None = None, schedule: Schedule | None = None) -> None:
+        super().__init__(lr, weight_decay, clip_norm, schedule)
+        _check("RMSprop", "alpha", alpha)
+        _check("RMSprop", "eps", eps)
+        _check("RMSprop", "momentum", momentum)
+        self.alpha, self.eps, self.momentum, self.centered = float(alpha), float(eps), float(momentum), centered
+
+    def update(self, p, g, state):
+        dt = p.dtype
+        g = self._decayed(p, g)
+        if "square_avg" not in state:
+            state["square_avg"] = np.zeros_like(p)
+            if self.centered:
+                state["grad_avg"] = np.zeros_like(p)
+            if self.momentum:
+                state["momentum_buffer"] = np.zeros_like(p)
+        sq = state["square_avg"]
+        sq *= np.asarray(self.alpha, dt)
+        sq += np.asarray(1 - self.alpha, dt) * g * g
+        if self.centered:
+            ga = state["grad_avg"]
+            ga += np.asarray(1 - self.alpha, dt) * (g - ga)
+            avg = np.sqrt(sq - ga * ga) + np.asarray(self.eps, dt)
+        else:
+            avg = np.sqrt(sq) + np.asarray(self.eps, dt)
+        if self.momentum:
+            buf = state["momentum_buffer"]
+            buf *= np.asarray(self.momentum, dt)
+            buf += g / avg
+            p -= np.asarray(self.lr, dt) * buf
+        else:
+            p -= np.asarray(self.lr, dt) * (g / avg)
+
+    def config(self):
+        return {**super().config(), "alpha": self.alpha, "eps": self.eps,
+                "momentum": self.momentum, "centered": self.centered}
+
+
+OPTIMIZERS: dict[str, type[Optimizer]] = {c.__name__: c for c in (SGD, Adam, AdamW, RMSprop)}

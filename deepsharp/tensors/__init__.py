@@ -1,0 +1,11 @@
+"""Tensors with reverse-mode autograd over a single table of primitives."""
+
+from deepsharp.tensors import ops  # noqa: F401  (registers the primitives)
+from deepsharp.tensors.modes import enable_grad, float64, grad_enabled, no_grad
+from deepsharp.tensors.primitives import PRIMITIVES, primitive, unbroadcast
+from deepsharp.tensors.tensor import Record, Tensor, apply, as_tensor
+
+__all__ = [
+    "Tensor", "Record", "apply", "as_tensor", "no_grad", "enable_grad", "float64",
+    "grad_enabled", "primitive", "PRIMITIVES", "unbroadcast",
+]

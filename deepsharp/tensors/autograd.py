@@ -1,0 +1,85 @@
+"""Reverse-mode differentiation over operation records.
+
+The records reachable from the root are sorted once (depth-first, iteratively), then walked in
+reverse; each record's backward rule gets the gradients of its results and returns one per input.
+Gradients of leaves accumulate into `.grad` (as PyTorch's do); intermediate gradients are dropped
+as soon as they are used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from deepsharp.errors import OpError
+from deepsharp.tensors.primitives import lookup
+from deepsharp.tensors.tensor import Record, Tensor
+
+
+def _sorted_records(root: Record) -> list[Record]:
+    order: list[Record] = []
+    seen: set[int] = {id(root)}
+    stack: list[tuple[Record, int]] = [(root, 0)]
+    while stack:
+        record, next_input = stack.pop()
+        if next_input < len(record.inputs):
+            stack.append((record, next_input + 1))
+            parent = record.inputs[next_input].record
+            if parent is not None and parent.inputs and id(parent) not in seen:
+                if record.inputs[next_input].requires_grad:
+                    seen.add(id(parent))
+                    stack.append((parent, 0))
+        else:
+            order.append(record)
+    return order
+
+
+def backward(root: Tensor, grad: Any = None) -> None:
+    if not root.requires_grad:
+        raise OpError("backward: this tensor does not require gradients (no input it was made "
+                      "from requires them, or it was made under no_grad)")
+    seed = np.ones_like(root._data) if grad is None else np.asarray(grad, dtype=root.dtype)
+    if seed.shape != root.shape:
+        raise OpError(f"backward: gradient shape {seed.shape} differs from the tensor's {root.shape}")
+    if root.record is None:
+        _accumulate_leaf(root, seed)
+        return
+    pending: dict[int, list[np.ndarray | None]] = {id(root.record): [None] * len(root.record.shapes)}
+    pending[id(root.record)][root.index] = seed
+    for record in reversed(_sorted_records(root.record)):
+        grads = pending.pop(id(record), None)
+        if grads is None:
+            continue
+        _run_backward(record, grads, pending)
+
+
+def _run_backward(record: Record, grads: list[np.ndarray | None],
+                  pending: dict[int, list[np.ndarray | None]]) -> None:
+    prim = lookup(record.op)
+    if prim.backward is None:
+        raise OpError(f"primitive {record.op!r} has no backward rule; it cannot be trained through")
+    filled = [g if g is not None else np.zeros(s, dtype=d)
+              for g, s, d in zip(grads, record.shapes, record.dtypes)]
+    arrays = [t._data for t in record.inputs]
+    given = filled if prim.outputs > 1 else filled[0]
+    input_grads = prim.backward(given, record.saved, *arrays, **record.attrs)
+    for tensor, g in zip(record.inputs, input_grads):
+        if g is None or not tensor.requires_grad:
+            continue
+        if tensor.record is None:
+            _accumulate_leaf(tensor, g)
+            continue
+        slots = pending.setdefault(id(tensor.record), [None] * len(tensor.record.shapes))
+        current = slots[tensor.index]
+        slots[tensor.index] = g if current is None else current + g
+
+
+def _accumulate_leaf(tensor: Tensor, g: np.ndarray) -> None:
+    g = np.asarray(g, dtype=tensor.dtype)
+    if g.shape != tensor.shape:
+        raise OpError(f"gradient of shape {g.shape} for a tensor of shape {tensor.shape}")
+    if tensor.grad is None:
+        tensor.grad = g.copy()  # never alias: clipping scales .grad in place
+    else:
+        tensor.grad = tensor.grad + g

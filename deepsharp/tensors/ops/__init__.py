@@ -1,0 +1,3 @@
+"""Importing this package registers every primitive in the table."""
+
+from deepsharp.tensors.ops import activations, elementwise, linalg, losses, reduce, shape  # noqa: F401

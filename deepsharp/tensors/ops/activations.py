@@ -1,0 +1,148 @@
+"""Activation primitives. Each is one primitive because ONNX has an operator of the same name
+(SiLU excepted, written as x * Sigmoid(x)) and a fused kernel is faster than its composition."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import erf, expit
+
+from deepsharp.tensors.primitives import primitive
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@primitive("relu")
+class Relu:
+    def forward(a):
+        out = np.maximum(a, 0)
+        return out, None
+
+    def backward(grad, saved, a):
+        return (grad * (a > 0),)
+
+
+@primitive("sigmoid")
+class Sigmoid:
+    def forward(a):
+        out = expit(a)
+        return out, out
+
+    def backward(grad, out, a):
+        return (grad * out * (1 - out),)
+
+
+@primitive("tanh")
+class Tanh:
+    def forward(a):
+        out = np.tanh(a)
+        return out, out
+
+    def backward(grad, out, a):
+        return (grad * (1 - out * out),)
+
+
+@primitive("gelu")
+class Gelu:
+    """x * Phi(x) (approximate=0), or the tanh form 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))
+    (approximate=1), as PyTorch's `gelu` and ONNX's `Gelu`."""
+
+    def forward(a, *, approximate):
+        if approximate:
+            inner = _SQRT_2_OVER_PI * (a + 0.044715 * a ** 3)
+            t = np.tanh(inner)
+            return (0.5 * a * (1 + t)).astype(a.dtype), t
+        cdf = 0.5 * (1 + erf(a * _INV_SQRT_2))
+        return (a * cdf).astype(a.dtype), cdf
+
+    def backward(grad, saved, a, *, approximate):
+        if approximate:
+            t = saved
+            d_inner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * a * a)
+            d = 0.5 * (1 + t) + 0.5 * a * (1 - t * t) * d_inner
+        else:
+            d = saved + a * _INV_SQRT_2PI * np.exp(-0.5 * a * a)
+        return ((grad * d).astype(a.dtype),)
+
+
+@primitive("silu")
+class Silu:
+    def forward(a):
+        s = expit(a)
+        return a * s, s
+
+    def backward(grad, s, a):
+        return (grad * (s * (1 + a * (1 - s))),)
+
+
+@primitive("elu")
+class Elu:
+    def forward(a, *, alpha):
+        neg = alpha * np.expm1(np.minimum(a, 0))
+        return np.where(a > 0, a, neg).astype(a.dtype), neg
+
+    def backward(grad, neg, a, *, alpha):
+        return (grad * np.where(a > 0, 1, neg + alpha).astype(a.dtype),)
+
+
+@primitive("leaky_relu")
+class LeakyRelu:
+    def forward(a, *, slope):
+        return np.where(a > 0, a, a * slope).astype(a.dtype), None
+
+    def backward(grad, saved, a, *, slope):
+        return (grad * np.where(a > 0, 1, slope).astype(a.dtype),)
+
+
+@primitive("softplus")
+class Softplus:
+    """log(1 + e^x), computed as max(x, 0) + log1p(e^-|x|) so it never overflows."""
+
+    def forward(a):
+        return (np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))).astype(a.dtype), None
+
+    def backward(grad, saved, a):
+        return (grad * expit(a),)
+
+
+def _softmax(a: np.ndarray, axis: int) -> np.ndarray:
+    shifted = a - a.max(axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@primitive("softmax")
+class Softmax:
+    def forward(a, *, axis):
+        out = _softmax(a, axis)
+        return out, out
+
+    def backward(grad, out, a, *, axis):
+        return (out * (grad - (grad * out).sum(axis=axis, keepdims=True)),)
+
+
+@primitive("log_softmax")
+class LogSoftmax:
+    def forward(a, *, axis):
+        shifted = a - a.max(axis=axis, keepdims=True)
+        out = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+        return out, out
+
+    def backward(grad, out, a, *, axis):
+        return (grad - np.exp(out) * grad.sum(axis=axis, keepdims=True),)
+
+
+@primitive("dropout")
+class Dropout:
+    """x * keep / (1 - rate): `keep` is a 0/1 mask drawn by the caller from its named stream.
+    Only training runs call it; a tracer refuses it (a random mask would be frozen)."""
+
+    def forward(a, keep, *, rate):
+        scale = np.asarray(1.0 / (1.0 - rate), dtype=a.dtype)
+        return a * keep * scale, scale
+
+    def backward(grad, scale, a, keep, *, rate):
+        return grad * keep * scale, None

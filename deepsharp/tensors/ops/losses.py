@@ -1,0 +1,74 @@
+"""Loss primitives on logits, averaged over every answer (PyTorch's reduction="mean").
+
+Each is one fused, numerically stable primitive; a tracer refuses them by name (a loss is not
+part of an inference graph).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+from deepsharp.tensors.ops.activations import _softmax
+from deepsharp.tensors.primitives import primitive
+
+
+@primitive("mse_loss")
+class MseLoss:
+    """mean((z - y)^2)"""
+
+    def forward(z, y):
+        diff = z - y
+        return np.asarray(np.mean(diff * diff), dtype=z.dtype), diff
+
+    def backward(grad, diff, z, y):
+        g = grad * (2.0 / diff.size) * diff
+        return g.astype(z.dtype), None
+
+
+@primitive("bce_logits_loss")
+class BceLogitsLoss:
+    """mean(max(z, 0) - z y + log(1 + e^-|z|)): binary cross-entropy of sigmoid(z), never
+    evaluating a log of 0 or an exp that overflows."""
+
+    def forward(z, y):
+        per = np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z)))
+        return np.asarray(per.mean(), dtype=z.dtype), None
+
+    def backward(grad, saved, z, y):
+        g = grad * (expit(z) - y) / z.size
+        return g.astype(z.dtype), None
+
+
+@primitive("cross_entropy_loss")
+class CrossEntropyLoss:
+    """mean over rows of -sum(y * log_softmax(z)) along the last axis; y holds class shares."""
+
+    def forward(z, y):
+        shifted = z - z.max(axis=-1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        rows = z.size // z.shape[-1]
+        return np.asarray(-(y * log_p).sum() / rows, dtype=z.dtype), None
+
+    def backward(grad, saved, z, y):
+        rows = z.size // z.shape[-1]
+        p = _softmax(z, -1)
+        g = grad * (p * y.sum(axis=-1, keepdims=True) - y) / rows
+        return g.astype(z.dtype), None
+
+
+@primitive("cross_entropy_ids_loss")
+class CrossEntropyIdsLoss:
+    """mean over rows of -log_softmax(z)[id]; ids (int64) have z's shape without the last axis."""
+
+    def forward(z, ids):
+        shifted = z - z.max(axis=-1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        picked = np.take_along_axis(log_p, ids[..., None], axis=-1)
+        return np.asarray(-picked.mean(), dtype=z.dtype), None
+
+    def backward(grad, saved, z, ids):
+        rows = z.size // z.shape[-1]
+        p = _softmax(z, -1)
+        np.put_along_axis(p, ids[..., None], np.take_along_axis(p, ids[..., None], -1) - 1, -1)
+        return (grad * p / rows).astype(z.dtype), None

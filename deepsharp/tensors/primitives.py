@@ -1,0 +1,71 @@
+"""The table of primitive operations: one forward and one backward rule each.
+
+A primitive is registered by decorating a namespace class holding two functions:
+
+    @primitive("mul")
+    class Mul:
+        def forward(a, b):                 # numpy arrays in, (result, saved) out
+            return a * b, None
+        def backward(grad, saved, a, b):   # gradient of the result in, one per input out
+            return unbroadcast(grad * b, a.shape), unbroadcast(grad * a, b.shape)
+
+Attributes (integers, floats and tuples of them) are keyword arguments of both functions and are
+kept on the operation's `Record`, where autograd and the tracer read them. A primitive with several
+results sets `outputs=n`; its forward returns a tuple and its backward receives a tuple of
+gradients (zeros for results nothing used).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from deepsharp.errors import OpError
+
+
+@dataclass(frozen=True)
+class Primitive:
+    name: str
+    forward: Callable[..., tuple[Any, Any]]
+    backward: Callable[..., tuple[Any, ...]] | None
+    outputs: int = 1
+
+
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+def primitive(name: str, *, outputs: int = 1) -> Callable[[type], type]:
+    """Register the namespace class's `forward` and `backward` under `name`."""
+
+    def register(namespace: type) -> type:
+        if name in PRIMITIVES:
+            raise OpError(f"primitive {name!r} is registered twice")
+        PRIMITIVES[name] = Primitive(
+            name, namespace.forward, getattr(namespace, "backward", None), outputs
+        )
+        return namespace
+
+    return register
+
+
+def lookup(name: str) -> Primitive:
+    try:
+        return PRIMITIVES[name]
+    except KeyError:
+        known = ", ".join(sorted(PRIMITIVES))
+        raise OpError(f"no primitive named {name!r}; registered: {known}") from None
+
+
+def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum `grad` down to `shape`, undoing numpy broadcasting."""
+    if grad.shape == tuple(shape):
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    axes = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)

@@ -1,0 +1,134 @@
+"""The tape: writers record nodes, initializers and shape annotations; the tape writes the
+ModelProto for the operator set the nodes need.
+
+    tape = Tape()
+    w = tape.initializer("0.weight", kernel)
+    y = tape.op("MatMul", ["input", w], name="0.dense")
+    tape.annotate(y, ("batch", 16))
+    model = tape.to_model(inputs=[...], outputs=[...])
+
+Writers never touch protobuf: only this module and `opsets` do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from deepsharp_export_onnx import opsets
+
+Dims = tuple[int | str | None, ...]
+
+ELEM_TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
+              np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.float64): TensorProto.DOUBLE,
+              np.dtype(np.int32): TensorProto.INT32}
+
+
+@dataclass
+class Node:
+    op_type: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any]
+    name: str
+    owner: str = ""  # the step (place and kind) that wrote it, for messages
+
+
+@dataclass
+class Tape:
+    nodes: list[Node] = field(default_factory=list)
+    initializers: dict[str, np.ndarray] = field(default_factory=dict)
+    annotations: dict[str, tuple[int, Dims]] = field(default_factory=dict)
+    owner: str = ""
+
+    def _fresh(self, name: str) -> str:
+        taken = {o for n in self.nodes for o in n.outputs} | set(self.initializers)
+        if name not in taken:
+            return name
+        suffix = 1
+        while f"{name}_{suffix}" in taken:
+            suffix += 1
+        return f"{name}_{suffix}"
+
+    def op(self, op_type: str, inputs: Sequence[str], attrs: dict[str, Any] | None = None, *,
+           name: str, outputs: int = 1) -> Any:
+        """Record a node; its output(s) are named after the node (`name`, or `name:1`...).
+        An empty string in `inputs` is an omitted optional input."""
+        name = self._fresh(name)
+        names = [name] if outputs == 1 else [f"{name}:{i}" for i in range(outputs)]
+        self.nodes.append(Node(op_type, list(inputs), names, dict(attrs or {}), name, self.owner))
+        return names[0] if outputs == 1 else names
+
+    def initializer(self, name: str, array: np.ndarray) -> str:
+        """A named constant (a slot's values, a table); the same name twice must hold the same
+        values."""
+        array = np.ascontiguousarray(array)
+        if name in self.initializers:
+            if not np.array_equal(self.initializers[name], array):
+                raise ValueError(f"initializer {name!r} written twice with different values")
+            return name
+        self.initializers[name] = array
+        return name
+
+    def constant(self, name: str, values: Any, dtype: Any = np.int64) -> str:
+        return self.initializer(name, np.asarray(values, dtype=dtype))
+
+    def annotate(self, value: str, dims: Dims, elem_type: int = TensorProto.FLOAT) -> None:
+        self.annotations[value] = (elem_type, tuple(dims))
+
+    def rename(self, old: str, new: str) -> None:
+        """Give a node output a new name everywhere it is used."""
+        for node in self.nodes:
+            node.outputs = [new if o == old else o for o in node.outputs]
+            node.inputs = [new if i == old else i for i in node.inputs]
+        if old in self.annotations:
+            self.annotations[new] = self.annotations.pop(old)
+
+    # -- writing the model ---------------------------------------------------------------------------
+    def needed_opset(self) -> int:
+        return max([opsets.FLOOR] + [opsets.needs(n.op_type, n.attrs) for n in self.nodes])
+
+    def nodes_needing_more_than(self, opset: int) -> list[Node]:
+        return [n for n in self.nodes if opsets.needs(n.op_type, n.attrs) > opset]
+
+    def _value_info(self, name: str) -> onnx.ValueInfoProto:
+        elem_type, dims = self.annotations[name]
+        return helper.make_tensor_value_info(name, elem_type, list(dims))
+
+    def to_model(self, inputs: Sequence[str], outputs: Sequence[str], *, opset: int | None = None,
+                 metadata: dict[str, str] | None = None, producer: tuple[str, str] = ("", ""),
+                 graph_name: str = "graph") -> onnx.ModelProto:
+        opset = self.needed_opset() if opset is None else opset
+        initializers = dict(self.initializers)
+        node_protos = []
+        for node in self.nodes:
+            def constant(label: str, array: np.ndarray, _node: Node = node) -> str:
+                name = f"{_node.name}/{label}"
+                initializers[name] = array
+                return name
+
+            node_inputs, attrs = opsets.materialize(node.op_type, node.inputs, node.attrs, opset,
+                                                    constant)
+            node_protos.append(helper.make_node(node.op_type, node_inputs, node.outputs,
+                                                name=node.name, **attrs))
+        ir = opsets.ir_version(opset)
+        graph_inputs = [self._value_info(i) for i in inputs]
+        if ir < 4:  # before IR 4 every initializer must also be a graph input
+            graph_inputs += [helper.make_tensor_value_info(n, ELEM_TYPES[a.dtype], list(a.shape))
+                             for n, a in initializers.items()]
+        special = set(inputs) | set(outputs)
+        graph = helper.make_graph(
+            node_protos, graph_name, graph_inputs, [self._value_info(o) for o in outputs],
+            initializer=[numpy_helper.from_array(a, n) for n, a in initializers.items()],
+            value_info=[self._value_info(v) for v in self.annotations if v not in special],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                                  ir_version=ir, producer_name=producer[0],
+                                  producer_version=producer[1])
+        for key, value in (metadata or {}).items():
+            model.metadata_props.add(key=key, value=value)
+        return model

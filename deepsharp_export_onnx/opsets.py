@@ -1,0 +1,91 @@
+"""Which operator set each node form needs, and the form a node takes in the set chosen.
+
+Writers state what a node computes (`ReduceMean` over axes (1, 2)); this module says the oldest
+set holding that form and, once the graph's set is chosen, writes the node as that set has it:
+axes as an attribute in the older sets, as an int64 input in the newer ones.
+
+The graph asks for the oldest set that holds every node (never below 7, the oldest ONNX Runtime
+runs), and the IR version ONNX pairs with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+
+FLOOR = 7  # ONNX Runtime runs no graph of an older operator set
+
+# The oldest set whose form of each operator we write (numpy broadcasting for arithmetic, the
+# attribute forms of the elementwise functions without `consumed_inputs`, and so on).
+FIRST: dict[str, int] = {
+    "Add": 7, "Sub": 7, "Mul": 7, "Div": 7, "Pow": 7, "MatMul": 1, "Gemm": 7,
+    "Relu": 6, "Sigmoid": 6, "Tanh": 6, "Exp": 6, "Log": 6, "Sqrt": 6, "Neg": 6, "Abs": 6,
+    "Reciprocal": 6, "Floor": 6, "Ceil": 6,
+    "Elu": 6, "LeakyRelu": 6, "Softplus": 1, "Softmax": 1, "LogSoftmax": 1, "Gelu": 20,
+    "Erf": 9, "Sin": 7, "Cos": 7, "Max": 8, "Min": 8, "Sum": 8, "Where": 9, "Not": 1,
+    "And": 7, "Or": 7, "Equal": 11, "Greater": 9, "Less": 9, "Cast": 6, "Identity": 1,
+    "Transpose": 1, "Reshape": 5, "Flatten": 9, "Concat": 4, "Gather": 1, "Slice": 10,
+    "Expand": 8, "Shape": 1, "Tile": 6, "ConstantOfShape": 9, "Range": 11, "CumSum": 11,
+    "Trilu": 14, "Einsum": 12, "Clip": 11,
+    "ReduceSum": 1, "ReduceMean": 1, "ReduceMax": 1, "ReduceMin": 1, "ReduceProd": 1,
+    "ReduceL2": 1, "ReduceSumSquare": 1, "Squeeze": 1, "Unsqueeze": 1, "Split": 2,
+    "LayerNormalization": 17, "BatchNormalization": 9, "GroupNormalization": 21,
+    "InstanceNormalization": 6, "RMSNormalization": 23,
+    "Conv": 1, "ConvTranspose": 1, "MaxPool": 8, "AveragePool": 7, "GlobalAveragePool": 1,
+    "GlobalMaxPool": 1, "Pad": 2, "Resize": 11, "LSTM": 7, "GRU": 7,
+}
+
+# Nodes whose needs depend on their attributes: a function of the attributes giving the set.
+_SPECIAL: dict[str, Callable[[dict[str, Any]], int]] = {
+    # Before 13, Softmax coerces its input to 2-D at `axis`: the same as a softmax over the last
+    # axis only when `axis` is the last one.
+    "Softmax": lambda a: 1 if a.get("_last_axis", True) else 13,
+    "LogSoftmax": lambda a: 1 if a.get("_last_axis", True) else 13,
+    "MaxPool": lambda a: 10 if (a.get("ceil_mode") or any(d != 1 for d in a.get("dilations", ())))
+    else 8,
+    "AveragePool": lambda a: 19 if any(d != 1 for d in a.get("dilations", ()))
+    else (10 if a.get("ceil_mode") else 7),
+}
+
+# From which set a list attribute becomes an int64 input (at the given input position).
+_AS_INPUT: dict[str, tuple[str, int]] = {
+    "ReduceSum": ("axes", 13), "ReduceMean": ("axes", 18), "ReduceMax": ("axes", 18),
+    "ReduceMin": ("axes", 18), "ReduceProd": ("axes", 18), "ReduceL2": ("axes", 18),
+    "ReduceSumSquare": ("axes", 18), "Squeeze": ("axes", 13), "Unsqueeze": ("axes", 13),
+    "Split": ("split", 13),
+}
+
+
+def needs(op_type: str, attrs: dict[str, Any]) -> int:
+    """The oldest operator set holding this node in the form written."""
+    if op_type in _SPECIAL:
+        return max(FIRST.get(op_type, 1), _SPECIAL[op_type](attrs))
+    try:
+        return FIRST[op_type]
+    except KeyError:
+        raise KeyError(f"opsets: no entry for operator {op_type!r}; add it to FIRST") from None
+
+
+def ir_version(opset: int) -> int:
+    """The IR version ONNX pairs with `opset` (7 -> 3, 20 -> 9)."""
+    return onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", opset)])
+
+
+def materialize(op_type: str, inputs: list[str], attrs: dict[str, Any], opset: int,
+                constant: Callable[[str, np.ndarray], str]) -> tuple[list[str], dict[str, Any]]:
+    """The node's inputs and attributes as set `opset` has them. `constant(label, array)` makes
+    an initializer for an attribute that has become an input. Keys starting with `_` are notes
+    for `needs`, not attributes."""
+    attrs = {k: v for k, v in attrs.items() if not k.startswith("_")}
+    inputs = list(inputs)
+    moved = _AS_INPUT.get(op_type)
+    if moved is not None and moved[0] in attrs and opset >= moved[1]:
+        values = np.asarray(attrs.pop(moved[0]), dtype=np.int64)
+        inputs.append(constant(moved[0], values))
+    if op_type == "Pad" and opset >= 11:
+        inputs.append(constant("pads", np.asarray(attrs.pop("pads"), dtype=np.int64)))
+        if "value" in attrs:
+            inputs.append(constant("value", np.asarray(attrs.pop("value"), dtype=np.float32)))
+    return inputs, attrs

@@ -1,0 +1,10 @@
+"""Importing this package registers every reader (one module per op family)."""
+
+from deepsharp_export_onnx.reader import activations, dense, outputs  # noqa: F401
+from deepsharp_export_onnx.reader.base import (
+    FORK_READERS, READERS, Read, Reading, Unreadable, reads, reads_fork,
+)
+from deepsharp_export_onnx.reader.view import GraphView
+
+__all__ = ["FORK_READERS", "GraphView", "READERS", "Read", "Reading", "Unreadable", "reads",
+           "reads_fork"]
