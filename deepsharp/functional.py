@@ -87,4 +87,4 @@ def dropout(x: Tensor, rate: float, training: bool, purpose: str = "dropout") ->
     if not training or rate == 0.0:
         return x
     keep = current_run().generator(purpose).random(x.shape) >= rate
-    return apply("dropout", x, Tensor(keep.astype(x.dtype)), rate=float(rate))
+    return apply("dropout", x, Tensor(keep), rate=float(rate))

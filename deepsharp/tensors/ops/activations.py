@@ -137,7 +137,7 @@ class LogSoftmax:
 
 @primitive("dropout")
 class Dropout:
-    """x * keep / (1 - rate): `keep` is a 0/1 mask drawn by the caller from its named stream.
+    """x * keep / (1 - rate): `keep` is a bool mask drawn by the caller from its named stream.
     Only training runs call it; a tracer refuses it (a random mask would be frozen)."""
 
     def forward(a, keep, *, rate):

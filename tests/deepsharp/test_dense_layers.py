@@ -1,0 +1,96 @@
+"""dense and the activations: hand-computed values, gradients, export parity, round trip."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from deepsharp import BinaryCrossEntropy, CrossEntropy, RandomStream, Sequential, Shape
+from deepsharp.errors import ShapeError, SpecError
+from tests.support import check_layer
+
+
+def test_dense_hand_computed():
+    network = Sequential().dense(2).lower(Shape(3), RandomStream(0))
+    network.load_state_dict({"0.weight": np.array([[1, 2], [3, 4], [5, 6]], np.float32),
+                             "0.bias": np.array([0.5, -1], np.float32)})
+    out = network(np.array([[1, 0, -1], [2, 1, 0]], np.float32))
+    np.testing.assert_array_equal(out, [[1 - 5 + 0.5, 2 - 6 - 1], [2 + 3 + 0.5, 4 + 4 - 1]])
+
+
+def test_dense_initialisation_follows_pytorch_bounds():
+    network = Sequential().dense(400).lower(Shape(25), RandomStream(3))
+    w, b = network.state_dict()["0.weight"], network.state_dict()["0.bias"]
+    assert w.shape == (25, 400) and b.shape == (400,)
+    bound = 1 / math.sqrt(25)
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.98 * bound
+    assert abs(w.std() - bound / math.sqrt(3)) < 0.01  # uniform(-b, b) has std b/sqrt(3)
+    assert np.abs(b).max() <= bound
+
+
+def test_initial_values_do_not_depend_on_other_layers():
+    a = Sequential().dense(4).relu().dense(3).lower(Shape(5), RandomStream(9))
+    b = Sequential().dense(4).relu().dense(3).dense(2).lower(Shape(5), RandomStream(9))
+    np.testing.assert_array_equal(a.state_dict()["2.weight"], b.state_dict()["2.weight"])
+
+
+@pytest.mark.parametrize("spec", [
+    Sequential().dense(6).relu().dense(3),
+    Sequential().dense(5, bias=False).tanh(),
+    Sequential().dense(5).sigmoid(),
+    Sequential().dense(5).gelu(),
+    Sequential().dense(5).gelu(approximate="tanh"),
+    Sequential().dense(5).silu(),
+    Sequential().dense(5).elu(alpha=0.7),
+    Sequential().dense(5).leaky_relu(slope=0.2),
+    Sequential().dense(5).softplus(),
+    Sequential().dense(5).dropout(0.3).dense(2),
+], ids=str)
+def test_dense_stack_everywhere(spec):
+    check_layer(spec, Shape(4), batch_sizes=(1, 7, 64))
+
+
+def test_softmax_layer_with_mean_squared_error():
+    report = check_layer(Sequential().dense(4).softmax(), Shape(3))
+    assert report.count("Softmax") == 1
+
+
+def test_lifted_sigmoid_is_written_once():
+    report = check_layer(Sequential().dense(3).relu().dense(1).sigmoid(), Shape(4),
+                         loss=BinaryCrossEntropy())
+    assert report.count("Sigmoid") == 1
+    assert len(report.imported.steps) == 3  # the sigmoid lives in the loss now
+
+
+def test_lifted_softmax_with_cross_entropy():
+    report = check_layer(Sequential().dense(5).relu().dense(3).softmax(), Shape(4),
+                         loss=CrossEntropy())
+    assert report.count("Softmax") == 1
+
+
+def test_dense_on_a_series_applies_to_every_step():
+    check_layer(Sequential().dense(3).relu(), Shape(6, 4), lengths=(1, 11))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: Sequential().dense(0), "dense: units must be greater than 0, received 0"),
+    (lambda: Sequential().dense(-3), "dense: units must be greater than 0, received -3"),
+    (lambda: Sequential().dense("many"), "dense: units must be a valid integer"),
+    (lambda: Sequential().dropout(1.0), "dropout: rate must be less than 1, received 1.0"),
+    (lambda: Sequential().gelu(approximate="fast"), "gelu: approximate must be 'none' or 'tanh'"),
+    (lambda: Sequential().elu(alpha=0), "elu: alpha must be greater than 0, received 0"),
+    (lambda: Sequential().leaky_relu(slope=-1), "leaky_relu: slope must be greater than or equal to 0"),
+    (lambda: Sequential().dense(2, True, 5), "dense: too many positional arguments"),
+])
+def test_verbs_refuse_bad_arguments(call, message):
+    with pytest.raises(SpecError) as caught:
+        call()
+    assert message in str(caught.value)
+
+
+def test_lowering_refuses_a_shape_naming_verb_place_and_shape():
+    with pytest.raises(ShapeError) as caught:
+        Sequential().relu().dense(3).lower(Shape(), RandomStream(0))
+    assert "dense(3) at place 1 cannot take an input of shape scalar" in str(caught.value)

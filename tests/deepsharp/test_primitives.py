@@ -1,0 +1,88 @@
+"""Every primitive's backward rule against finite differences in float64, and the table's rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tests.cases  # noqa: F401  (registers the cases)
+from deepsharp.errors import OpError
+from deepsharp.tensors import PRIMITIVES, Tensor, apply, float64, primitive
+from tests.support import assert_gradients
+from tests.support.cases import CASES
+
+
+@pytest.mark.parametrize("name, build", [(n, b) for n, _, b in CASES], ids=[i for _, i, _ in CASES])
+def test_backward_matches_finite_differences(name, build):
+    arrays, attrs = build()
+    rng = np.random.default_rng(0)
+    with float64():
+        probe = apply(name, *[Tensor(a) for a in arrays], **attrs)
+    outputs = probe if isinstance(probe, tuple) else (probe,)
+    weights = [rng.standard_normal(o.shape) for o in outputs]
+
+    def objective(*tensors):
+        result = apply(name, *tensors, **attrs)
+        result = result if isinstance(result, tuple) else (result,)
+        total = None
+        for r, w in zip(result, weights):
+            if r.dtype.kind != "f":
+                continue
+            term = (r * w).sum()
+            total = term if total is None else total + term
+        return total
+
+    assert_gradients(objective, arrays, atol=1e-6, rtol=1e-5)
+
+
+def test_every_primitive_has_a_gradient_case():
+    covered = {name for name, _, _ in CASES}
+    assert sorted(set(PRIMITIVES) - covered) == []
+
+
+def test_unknown_primitive_is_named():
+    with pytest.raises(OpError, match="no primitive named 'frobnicate'"):
+        apply("frobnicate", Tensor([1.0]))
+
+
+def test_primitive_without_backward_is_named_when_trained_through():
+    @primitive("test_forward_only")
+    class _ForwardOnly:
+        def forward(a):
+            return a * 2, None
+
+    try:
+        x = Tensor([1.0, 2.0], requires_grad=True)
+        with pytest.raises(OpError, match="'test_forward_only' has no backward rule"):
+            apply("test_forward_only", x).sum().backward()
+    finally:
+        del PRIMITIVES["test_forward_only"]
+
+
+def test_gradients_accumulate_and_the_graph_is_shared():
+    x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * x
+    (y + y * 2).sum().backward()  # d/dx (3 x^2) = 6x, through a shared intermediate
+    np.testing.assert_allclose(x.grad, [6, 12, 18])
+    (x * 1.0).sum().backward()
+    np.testing.assert_allclose(x.grad, [7, 13, 19])
+
+
+def test_float32_stays_float32_with_python_scalars():
+    x = Tensor(np.ones(3, np.float32))
+    assert (x * 2.5 + 1).dtype == np.float32
+    assert (2 ** x).dtype == np.float32
+
+
+def test_broken_backward_is_caught_by_the_check():
+    """The checker itself must fail on a wrong rule (here: relu's gradient doubled)."""
+    original = PRIMITIVES["relu"]
+    from deepsharp.tensors.primitives import Primitive
+
+    PRIMITIVES["relu"] = Primitive("relu", original.forward,
+                                   lambda g, s, a: (2 * g * (a > 0),))
+    try:
+        with pytest.raises(AssertionError):
+            assert_gradients(lambda t: apply("relu", t).sum(), [np.array([0.5, -0.3, 1.2])])
+    finally:
+        PRIMITIVES["relu"] = original

@@ -1,0 +1,67 @@
+"""Run exported graphs in ONNX Runtime and the reference evaluator and hold them to the network."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx.reference import ReferenceEvaluator
+
+from deepsharp.losses import Loss
+from deepsharp.network import Network
+from deepsharp_export_onnx import OnnxExport, OnnxFile
+
+
+def ort_session(data: bytes) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+
+def run_ort(data: bytes, x: np.ndarray, input_name: str = "input") -> np.ndarray:
+    return ort_session(data).run(None, {input_name: x})[0]
+
+
+def run_reference(model: onnx.ModelProto, x: np.ndarray, input_name: str = "input") -> np.ndarray:
+    """The onnx reference evaluator, checking every shape annotation as values are made."""
+    evaluator = ReferenceEvaluator(model, check_shape_annotations=True)
+    return evaluator.run(None, {input_name: x})[0]
+
+
+def assert_valid(model: onnx.ModelProto) -> None:
+    onnx.checker.check_model(model, full_check=True)
+
+
+def assert_graph_matches(data: bytes, network: Network, loss: Loss, batches: Sequence[np.ndarray],
+                         *, atol: float = 1e-5, reference_atol: float = 1e-4) -> None:
+    """The graph answers `network.predict` on every batch, in ONNX Runtime (within `atol`) and in
+    the reference evaluator with shape annotations checked."""
+    model = onnx.load_from_string(data)
+    assert_valid(model)
+    session = ort_session(data)
+    for x in batches:
+        expected = network.predict(x, loss)
+        got = session.run(None, {"input": x})[0]
+        assert got.shape == expected.shape, f"batch {len(x)}: {got.shape} != {expected.shape}"
+        np.testing.assert_allclose(got, expected, rtol=0, atol=atol,
+                                   err_msg=f"ONNX Runtime, batch of {len(x)}")
+        reference = run_reference(model, x)
+        np.testing.assert_allclose(reference, expected, rtol=0, atol=reference_atol,
+                                   err_msg=f"reference evaluator, batch of {len(x)}")
+
+
+def assert_round_trip(data: bytes, network: Network, loss: Loss, x: np.ndarray,
+                      *, atol: float = 1e-6) -> Network:
+    """Read the graph back: the network gives the same numbers and exports to the same bytes."""
+    imported = OnnxFile(loss).read(data)
+    np.testing.assert_allclose(imported.predict(x, loss), network.predict(x, loss), rtol=0, atol=atol)
+    again = OnnxExport(imported.input_shape).to_bytes(imported, loss)
+    if again != data:
+        a, b = onnx.load_from_string(data), onnx.load_from_string(again)
+        raise AssertionError("export -> read -> export changed the bytes:\n"
+                             f"first:  {onnx.printer.to_text(a.graph)[:3000]}\n"
+                             f"second: {onnx.printer.to_text(b.graph)[:3000]}")
+    return imported
