@@ -49,7 +49,8 @@ def write_atomic(path: Any, data: bytes) -> None:
 
 
 def _write(path: Any, tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> None:
-    arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
+    # (np.ascontiguousarray would turn a 0-d array, such as Adam's step count, into 1-d)
+    arrays = {k: v if v.flags.c_contiguous else np.ascontiguousarray(v) for k, v in tensors.items()}
     write_atomic(path, _serialize(arrays, metadata=metadata))
 
 

@@ -6,7 +6,7 @@ Each gives the rate for a count `t` from the optimizer's base rate, with PyTorch
 |-----------------------------------|---------------------------------------------------------|
 | StepDecay(every, gamma)           | base * gamma ** (t // every)            (StepLR)        |
 | ExponentialDecay(gamma)           | base * gamma ** t                       (ExponentialLR) |
-| Cosine(period, minimum)           | min + (base - min) (1 + cos(pi t / period)) / 2, t <= period (CosineAnnealingLR) |
+| Cosine(period, minimum)           | min + (base - min) (1 + cos(pi t / period)) / 2 (CosineAnnealingLR; rises again after `period`) |
 | LinearWarmup(length, start, then) | base * (start + (1 - start) t / length) for t < length, then `then` from t - length |
 
 `unit="epoch"` (the default) counts epochs; `unit="step"` counts optimisation steps. Being pure,
@@ -77,7 +77,7 @@ class Cosine(Schedule):
             raise SpecError(f"Cosine: period must be a positive integer, received {self.period}")
 
     def rate(self, base: float, t: int) -> float:
-        t = min(t, self.period)
+        # PyTorch's CosineAnnealingLR: past the period the cosine rises again (no clamp)
         return self.minimum + (base - self.minimum) * (1 + math.cos(math.pi * t / self.period)) / 2
 
 

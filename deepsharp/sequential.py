@@ -11,6 +11,7 @@ turns the specs into a Network of steps for examples of `shape`.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
@@ -64,7 +65,11 @@ class Sequential(BaseModel):
 
     @classmethod
     def from_json(cls, text: str) -> "Sequential":
-        return cls.model_validate_json(text)
+        """The spec `to_json` wrote; an unknown kind or a bad argument is a SpecError naming it."""
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("layers"), list):
+            raise SpecError(f"a Sequential spec is an object with a 'layers' list, received {text[:80]!r}")
+        return cls(layers=tuple(parse_spec(item) for item in data["layers"]))
 
     def lower(self, shape: Shape, random: RandomStream | None = None, *,
               place: str = "") -> "Network":

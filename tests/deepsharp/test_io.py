@@ -1,0 +1,92 @@
+"""Saving and loading: safetensors, strict by slot path, atomic."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+import deepsharp
+import deepsharp.io as io
+from deepsharp import RandomStream, Sequential, Shape
+from deepsharp.errors import StateError
+from tests.deepsharp.test_basics import TinyModule
+
+
+def _network():
+    return (Sequential().dense(6).gelu().dropout(0.1).dense(2).softmax()
+            .lower(Shape(4), RandomStream(2)).with_features(["a", "b", "c", "d"]))
+
+
+def test_save_and_load_give_the_same_network(tmp_path):
+    network = _network()
+    path = tmp_path / "model.safetensors"
+    network.save(path)
+    loaded = deepsharp.load(path)
+    assert loaded.spec == network.spec and loaded.input_shape == Shape(4)
+    assert loaded.features == ("a", "b", "c", "d")
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    np.testing.assert_array_equal(loaded(x), network(x))
+
+
+def test_the_file_is_plain_safetensors_with_the_spec_as_json(tmp_path):
+    path = tmp_path / "model.safetensors"
+    _network().save(path)
+    tensors = load_file(str(path))
+    assert sorted(tensors) == ["0.bias", "0.weight", "3.bias", "3.weight"]
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="np") as handle:
+        meta = handle.metadata()
+    assert json.loads(meta["spec"])["layers"][1] == {"kind": "gelu", "approximate": "none"}
+    assert meta["input_shape"] == "4"
+    assert b"pickle" not in path.read_bytes()
+
+
+def test_load_is_strict_by_slot_path(tmp_path):
+    path = tmp_path / "model.safetensors"
+    network = _network()
+    state = network.state_dict()
+    state.pop("3.bias")
+    io._write(path, state, {"format": io.FORMAT_NETWORK, "spec": network.spec.to_json(),
+                            "input_shape": "4", "features": "[]"})
+    with pytest.raises(StateError, match="missing slots: 3.bias"):
+        deepsharp.load(path)
+
+
+def test_a_failed_save_leaves_the_old_file_whole(tmp_path, monkeypatch):
+    path = tmp_path / "model.safetensors"
+    _network().save(path)
+    before = path.read_bytes()
+
+    def broken_fsync(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(io.os, "fsync", broken_fsync)
+    other = Sequential().dense(3).lower(Shape(4), RandomStream(5))
+    with pytest.raises(OSError, match="disk full"):
+        other.save(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["model.safetensors"]  # no temporary left
+
+
+def test_loading_something_else_is_named(tmp_path):
+    path = tmp_path / "weights.safetensors"
+    TinyModule(RandomStream(0)).save_weights(path)
+    with pytest.raises(StateError, match="holds deepsharp.weights/1, expected deepsharp.network/1"):
+        deepsharp.load(path)
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"not a safetensors file")
+    with pytest.raises(StateError, match="not a readable safetensors file"):
+        deepsharp.load(junk)
+
+
+def test_module_weights_round_trip(tmp_path):
+    source, target = TinyModule(RandomStream(0)), TinyModule(RandomStream(1))
+    path = tmp_path / "tiny.safetensors"
+    source.save_weights(path)
+    target.load_weights(path)
+    for key, value in source.state_dict().items():
+        np.testing.assert_array_equal(target.state_dict()[key], value)
