@@ -187,7 +187,13 @@ def _check_node_on_reference(model: ModelProto, node: onnx.NodeProto, context: d
     alone = onnx.helper.make_graph([node], "alone", inputs, outputs)
     opsets = {d.domain: d.version for d in model.opset_import}
     evaluator = CheckingEvaluator(alone, opsets=opsets, functions=list(model.functions))
-    results = _run_checking(evaluator, context, _Run(binder, stop_after_entry=False))
+    try:
+        results = _run_checking(evaluator, context, _Run(binder, stop_after_entry=False))
+    except Exception as error:
+        raise RuntimeError(
+            f"the onnx reference evaluator could not run {node_label(node)}, which ONNX Runtime ran, "
+            f"so its bodies cannot be checked: {error}"
+        ) from error
     return dict(zip([o.name for o in outputs], results or ()))
 
 

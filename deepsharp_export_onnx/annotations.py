@@ -123,19 +123,35 @@ def run_annotation_check(model: ModelProto | bytes | str | os.PathLike, feeds: d
     fallback = ""
     if engine != "reference":
         try:
-            engines.check_on_runtime(model, feeds, binder)
+            _reporting_faults(engines.check_on_runtime, model, feeds, binder, _engine_name(engine, hybrid))
         except engines.RuntimeRefused as refusal:
             if engine == "onnxruntime":
                 raise
             # e.g. a body annotation of the wrong rank: the stripped copy keeps body ranks.
             fallback, engine, binder = str(refusal), "reference", Binder()
+    used = _engine_name(engine, hybrid)
     if engine == "reference":
-        engines.check_on_reference(model, feeds, binder)
+        _reporting_faults(engines.check_on_reference, model, feeds, binder, used)
     if binder.faults:
-        raise binder.violation()
-    used = "reference" if engine == "reference" else "onnxruntime+reference" if hybrid else "onnxruntime"
+        raise binder.violation(used)
     labels = tuple(node_label(n) for n in hybrid) if used == "onnxruntime+reference" else ()
     return AnnotationReport(dict(binder.bindings), used, binder.checks, labels, fallback)
+
+
+def _engine_name(engine: str, hybrid: list) -> str:
+    if engine == "reference":
+        return "reference"
+    return "onnxruntime+reference" if hybrid else "onnxruntime"
+
+
+def _reporting_faults(check, model: ModelProto, feeds: dict, binder: Binder, engine: str) -> None:
+    """Run one engine; if the run fails after a violation was seen, the violation is the news."""
+    try:
+        check(model, feeds, binder)
+    except Exception as error:
+        if binder.faults:
+            raise binder.violation(engine) from error
+        raise
 
 
 class Binder:
@@ -189,12 +205,12 @@ class Binder:
             )
         )
 
-    def violation(self) -> AnnotationViolation:
+    def violation(self, engine: str = "") -> AnnotationViolation:
         """The first fault as the error, carrying the later ones in `also`."""
         first = self.faults[0]
         return AnnotationViolation(
-            value=first.value, where=first.where, axis=first.axis, declared=first.declared,
-            actual=first.actual, shape=first.shape, bound_by=first.bound_by, also=tuple(self.faults[1:]),
+            value=first.value, where=first.where, axis=first.axis, declared=first.declared, actual=first.actual,
+            shape=first.shape, bound_by=first.bound_by, also=tuple(self.faults[1:]), engine=engine,
         )
 
 

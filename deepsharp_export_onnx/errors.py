@@ -38,6 +38,8 @@ class AnnotationViolation(OnnxError):
         shape: the full shape the run produced for `value`.
         bound_by: for a symbol, the value and axis that bound it and to what size; else None.
         also: further violations found later in the same run (the first one is this error).
+        engine: which engine produced the values ("onnxruntime", "onnxruntime+reference",
+            "reference"), or "" when not recorded.
 
     Example:
         >>> AnnotationViolation(value="y", where="graph output", axis=0, declared="batch",
@@ -56,10 +58,11 @@ class AnnotationViolation(OnnxError):
         shape: tuple[int, ...],
         bound_by: BoundBy | None = None,
         also: tuple[AnnotationViolation, ...] = (),
+        engine: str = "",
     ) -> None:
         self.value, self.where, self.axis = value, where, axis
         self.declared, self.actual, self.shape = declared, actual, tuple(shape)
-        self.bound_by, self.also = bound_by, tuple(also)
+        self.bound_by, self.also, self.engine = bound_by, tuple(also), engine
         super().__init__(self._message())
 
     def describe(self) -> str:
