@@ -20,6 +20,7 @@ import numpy as np
 import onnx
 from onnx import GraphProto, ModelProto, TypeProto
 from onnx.reference import ReferenceEvaluator
+from onnx.reference.op_run import OpFunction
 
 from deepsharp_export_onnx.annotations import (
     Annotation,
@@ -113,6 +114,10 @@ def _runtime_values(model: ModelProto, feeds: dict[str, np.ndarray], expose: lis
     copy = ModelProto()
     copy.CopyFrom(model)
     strip_shapes(copy.graph)
+    for function in copy.functions:  # Runtime trusts shapes declared in bodies, even in functions
+        del function.value_info[:]
+        for body in (b for node in function.node for b in bodies(node)):
+            strip_shapes(body, keep_rank=True)
     present = {o.name for o in copy.graph.output}
     for name in expose:
         if name not in present:  # an untyped output: Runtime infers its type
@@ -236,6 +241,7 @@ class _Run:
     binder: Binder
     stop_after_entry: bool
     stack: list[_Frame] = field(default_factory=list)
+    muted: int = 0  # > 0 inside a model-local function: Runtime inlines those, so neither engine checks them
 
 
 class _PreconditionBroken(Exception):
@@ -273,9 +279,9 @@ class CheckingEvaluator(ReferenceEvaluator):
 
     def run(self, output_names, feed_inputs, attributes=None, **kwargs):
         active = _ACTIVE.get()
-        if active is not None and self.notes_:
-            if active.stack:
-                active.stack[-1].runs += 1
+        if active is not None and active.stack:
+            active.stack[-1].runs += 1
+        if active is not None and self.notes_ and not active.muted:
             values = {**self.rt_inits_, **feed_inputs}
             shapes = {n: shape_of(v) for n, v in values.items() if shape_of(v) is not None}
             _check_entry(self.entry_order_, shapes, self.notes_, active.binder, self.scope_(active))
@@ -301,14 +307,17 @@ def _reporting(node, run, evaluator: CheckingEvaluator):
         active = _ACTIVE.get()
         if active is None:
             return run(*args, **kwargs)
+        function = isinstance(node, OpFunction)
         active.stack.append(_Frame(node_label(proto), proto.op_type))
+        active.muted += function
         try:
             outputs = run(*args, **kwargs)
         finally:
             active.stack.pop()
+            active.muted -= function
         scope = evaluator.scope_(active)
         for name, value in zip(proto.output, outputs):
-            if name in evaluator.notes_ and shape_of(value) is not None:
+            if name in evaluator.notes_ and shape_of(value) is not None and not active.muted:
                 active.binder.check_all(name, shape_of(value), evaluator.notes_[name], scope)
         return outputs
 

@@ -162,6 +162,15 @@ def test_a_scan_runtime_refuses_as_declared_is_still_checked():
     assert reference_offender(model, feeds) == "s_in"
 
 
+def test_a_body_declaration_runtime_trusts_and_fails_on_is_still_checked():
+    # Runtime allocates a body's outputs from their declared shapes, then fails when Relu makes (2, 3).
+    model, feeds = if_model(then_vi=(9, 3))
+    with pytest.raises(Exception, match=r"has shape \{9,3\} but the computed output shape for this run is \{2,3\}"):
+        runtime_session(model).run(None, feeds)
+    found = violation(model, feeds)
+    assert (found.value, found.axis, found.declared, found.actual, found.engine) == ("t0", 0, 9, 2, "onnxruntime+reference")
+
+
 def test_a_body_of_the_wrong_rank_falls_back_to_the_reference_evaluator():
     # The copy given to Runtime keeps body ranks, which Runtime needs for Scan; this one is wrong.
     found = violation(*scan_model(y_t=("d", 1)))
@@ -247,3 +256,19 @@ def test_element_types_are_not_shape_annotations():
     with pytest.raises(ShapeAnnotationError, match="Value 'h': declared element type int64"):
         ReferenceEvaluator(made, check_shape_annotations=True).run(None, feeds)
     assert check_annotations(made, feeds) == {"n": 3}
+
+
+def test_annotations_inside_model_local_functions_are_not_checked_by_either_engine():
+    # Runtime inlines functions and cannot show their values, so neither engine checks them
+    # (the verdict must not depend on the engine); onnx's evaluator does check them.
+    then = h.make_graph([h.make_node("Relu", ["a"], ["t"])], "then", [], [tv("t", [99])])
+    other = h.make_graph([h.make_node("Neg", ["a"], ["e"])], "else", [], [tv("e", [99])])
+    pick = h.make_node("If", ["c"], ["r"], then_branch=then, else_branch=other)
+    function = h.make_function("local", "pick", ["a", "c"], ["r"], [pick], [h.make_opsetid("", 21)])
+    made = model([h.make_node("pick", ["x", "c"], ["y"], domain="local")], [tv("x", ["n"]), tv("c", [], T.BOOL)], [tv("y", ["n"])])
+    made.opset_import.append(h.make_opsetid("local", 1))
+    made.functions.append(function)
+    feeds = {"x": ones(3), "c": np.array(True)}
+    assert reference_offender(made, feeds) == "t"
+    assert run_annotation_check(made, feeds).engine == "onnxruntime"
+    assert check_annotations(made, feeds) == check_annotations(made, feeds, engine="reference") == {"n": 3}
