@@ -129,7 +129,7 @@ def _runtime_values(model: ModelProto, feeds: dict[str, np.ndarray], expose: lis
         names = [o.name for o in session.get_outputs()]
         return dict(zip(names, session.run(names, feeds)))
     except Exception as error:  # Runtime's error classes have no stable import path
-        raise RuntimeRefused(f"ONNX Runtime could not run the model (shape annotations removed): {error}") from error
+        raise RuntimeRefused(f"ONNX Runtime could not run the model (shape annotations removed): {str(error).strip()}") from error
 
 
 class RuntimeRefused(RuntimeError):

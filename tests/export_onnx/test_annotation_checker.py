@@ -188,7 +188,16 @@ def test_auto_falls_back_when_runtime_cannot_run_the_model(monkeypatch):
         check_annotations(*mlp(), engine="onnxruntime")
 
 
-def test_runtime_error_suggests_the_reference_engine():
+def test_a_model_newer_than_runtime_is_checked_on_the_reference_evaluator():
+    # onnx 1.23.2 writes IR 14 by default; onnxruntime 1.31.1 reads up to IR 13.
+    model, feeds = mlp()
+    model.ir_version = 14
+    report = run_annotation_check(model, feeds)
+    assert (report.engine, report.bindings) == ("reference", {"batch": 5})
+    assert report.fallback.endswith("Unsupported model IR version: 14, max supported IR version: 13")
+
+
+def test_the_runtime_engine_says_what_runtime_could_not_run():
     node = h.make_node("Mystery", ["x"], ["y"], domain="example.unknown")
     mystery = model([node], [tv("x", [2])], [tv("y", [2])])
     mystery.opset_import.append(h.make_opsetid("example.unknown", 1))
