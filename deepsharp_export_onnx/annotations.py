@@ -154,6 +154,28 @@ def _reporting_faults(check, model: ModelProto, feeds: dict, binder: Binder, eng
         raise
 
 
+def check_inputs(model: ModelProto | bytes | str | os.PathLike, feeds: dict) -> dict[str, int]:
+    """Check only the preconditions: each fed graph input against its graph-input annotation.
+
+    Nothing runs. Same rule and wording as `check_annotations` (every broken input is reported
+    in one AnnotationViolation); ValueError for missing or unknown feeds. Returns the bindings.
+
+    Example:
+        >>> check_inputs("mlp.onnx", {"x": np.zeros((3, 4), np.float32)})
+        {'batch': 3}
+    """
+    model = load_model(model)
+    feeds = validated_feeds(model.graph, feeds)
+    notes, binder = scope_annotations(model.graph), Binder()
+    for info in model.graph.input:
+        if info.name in feeds:
+            preconditions = [a for a in notes.get(info.name, ()) if a.where == "graph input"]
+            binder.check_all(info.name, feeds[info.name].shape, preconditions)
+    if binder.faults:
+        raise binder.violation()
+    return dict(binder.bindings)
+
+
 class Binder:
     """The binding map beta of one run and the violations found so far (seed rules 1-3).
 

@@ -11,11 +11,11 @@ from onnx.reference import ReferenceEvaluator
 from onnx.reference.shape_annotation_checker import ShapeAnnotationError
 from annotation_corpus import (
     F32, T, h, hidden, if_model, ir3, loop_model, mlp, model, ones, reference_offender,
-    scan_model, transposed, tv, two_faults,
+    scan_model, transposed, tv, two_faults, two_inputs,
 )
 
 from deepsharp_export_onnx import _annotation_engines
-from deepsharp_export_onnx.annotations import check_annotations, run_annotation_check
+from deepsharp_export_onnx.annotations import check_annotations, check_inputs, run_annotation_check
 from deepsharp_export_onnx.errors import AnnotationViolation, BoundBy, OnnxError
 
 
@@ -281,3 +281,20 @@ def test_annotations_inside_model_local_functions_are_not_checked_by_either_engi
     assert reference_offender(made, feeds) == "t"
     assert run_annotation_check(made, feeds).engine == "onnxruntime"
     assert check_annotations(made, feeds) == check_annotations(made, feeds, engine="reference") == {"n": 3}
+
+
+def test_check_inputs_checks_the_preconditions_without_running():
+    assert check_inputs(*mlp()) == {"batch": 5}
+    found = violation_of(check_inputs, two_inputs()[0], {"x": ones(2, 3), "z": ones(4, 2)})
+    assert (found.value, found.axis, found.bound_by) == ("z", 0, BoundBy("x", "graph input", 0, 2))
+    assert [(v.value, v.axis, v.declared, v.actual) for v in found.also] == [("z", 1, 3, 2)]
+    node = h.make_node("Mystery", ["x"], ["y"], domain="example.unknown")  # could not run at all
+    assert check_inputs(model([node], [tv("x", ["n"])], [tv("y", [99])]), {"x": ones(4)}) == {"n": 4}
+    with pytest.raises(ValueError, match="missing graph input 'x'"):
+        check_inputs(*mlp()[:1], {})
+
+
+def violation_of(function, *args) -> AnnotationViolation:
+    with pytest.raises(AnnotationViolation) as caught:
+        function(*args)
+    return caught.value
