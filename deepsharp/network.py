@@ -6,7 +6,7 @@ Steps are child modules named by their place, so slots have PyTorch-style paths 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -30,6 +30,7 @@ class Network(Module):
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "input_shape", input_shape)
         object.__setattr__(self, "features", tuple(features) if features else None)
+        object.__setattr__(self, "input_checks", ())
         for step in steps:
             self.add_module(step.place.rsplit(".", 1)[-1], step)
 
@@ -46,10 +47,19 @@ class Network(Module):
         object.__setattr__(self, "features", tuple(features) if features else None)
         return self
 
+    def with_input_check(self, check: Callable[[np.ndarray], None]) -> "Network":
+        """Also hold every batch to `check` (a network read from a graph keeps the graph's input
+        annotation as a precondition this way)."""
+        object.__setattr__(self, "input_checks", self.input_checks + (check,))
+        return self
+
     # -- running --------------------------------------------------------------------------------
     def check_input(self, x: Tensor) -> None:
         """The batch must have the example's rank and channels; a series' length (and an image's
-        places) may differ from the example's."""
+        places) may differ from the example's. A network read from a graph first holds the batch
+        to the graph's input annotation (`with_input_check`)."""
+        for check in self.input_checks:
+            check(x._data)
         expected = self.input_shape
         received = x.shape[1:]
         if len(received) != expected.rank or (expected.rank and received[-1] != expected[-1]):

@@ -7,6 +7,9 @@ point, asking the reader registered for each node's op type; the readers' layer 
 and their slot values loaded. Layers that only act in training (dropout) leave no node; the
 exporter records them in the metadata and the importer puts them back where they were, so the
 network trains as it did and exports to the same bytes.
+
+The graph's input annotation stays with the network as a precondition: a batch that breaks it is
+refused with the `AnnotationViolation` the annotation checker would raise.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from deepsharp.network import Network
 from deepsharp.random import RandomStream
 from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
+from deepsharp_export_onnx.annotations import InputContract, declared_dims
 from deepsharp_export_onnx.errors import ImportRefused
 from deepsharp_export_onnx.export import META_FEATURES, META_SHAPE, META_TRAINING_ONLY
 from deepsharp_export_onnx.reader import FORK_READERS, READERS, GraphView, Read, Reading, Unreadable
@@ -106,7 +110,8 @@ class OnnxFile:
         state = {f"{i}.{name}": value for i, s in enumerate(slots) for name, value in s.items()}
         network.load_state_dict(state, strict=True)
         features = json.loads(view.metadata[META_FEATURES]) if META_FEATURES in view.metadata else None
-        return network.with_features(features)
+        contract = InputContract(x.name, declared_dims(x.type))
+        return network.with_features(features).with_input_check(contract)
 
     # -- the parts -------------------------------------------------------------------------------
     @staticmethod

@@ -91,3 +91,15 @@ def test_features_come_back():
     network = Sequential().dense(1).lower(Shape(2), RandomStream(0))
     data = OnnxExport(Shape(2), features=["age", "fare"]).to_bytes(network, BinaryCrossEntropy())
     assert OnnxFile(BinaryCrossEntropy()).read(data).features == ("age", "fare")
+
+
+def test_an_imported_network_holds_batches_to_the_input_annotation():
+    from deepsharp_export_onnx import AnnotationViolation
+
+    network = Sequential().dense(2).lower(Shape(3, 4), RandomStream(0))
+    data = OnnxExport(Shape(3, 4)).to_bytes(network, MeanSquaredError())
+    imported = OnnxFile(MeanSquaredError()).read(data)
+    imported(np.zeros((2, 7, 4), np.float32))  # the series length is the symbol `steps`
+    with pytest.raises(AnnotationViolation) as caught:
+        imported(np.zeros((2, 3, 4, 1), np.float32)[..., 0][:, :, :3])
+    assert "value 'input' (graph input), axis 2: declared 4; the run produced 3" in str(caught.value)
