@@ -131,4 +131,28 @@ class Tape:
                                   producer_version=producer[1])
         for key, value in (metadata or {}).items():
             model.metadata_props.add(key=key, value=value)
+        _annotate_the_rest(model)
         return model
+
+
+def _annotate_the_rest(model: onnx.ModelProto) -> None:
+    """Annotate every node output the writers left bare with what ONNX's strict shape inference
+    derives from the annotations written, when that is a full shape whose symbols are ones the
+    graph already uses (a fresh symbol would assert something nobody wrote)."""
+    graph = model.graph
+    written = {v.name for v in [*graph.input, *graph.output, *graph.value_info]}
+    symbols = {d.dim_param for v in [*graph.input, *graph.output, *graph.value_info]
+               for d in v.type.tensor_type.shape.dim if d.dim_param}
+    bare = [o for node in graph.node for o in node.output if o and o not in written]
+    if not bare:
+        return
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    found = {v.name: v for v in inferred.graph.value_info}
+    for name in bare:
+        info = found.get(name)
+        if info is None or not info.type.tensor_type.HasField("shape"):
+            continue
+        dims = info.type.tensor_type.shape.dim
+        if all(d.HasField("dim_value") or (d.HasField("dim_param") and d.dim_param in symbols)
+               for d in dims):
+            graph.value_info.append(info)

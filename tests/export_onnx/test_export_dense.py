@@ -50,7 +50,8 @@ def test_batch_is_symbolic_on_input_output_and_every_step():
     assert _dims(model.graph.input[0]) == ["batch", 14]
     assert _dims(model.graph.output[0]) == ["batch", 3]
     annotated = {v.name: _dims(v) for v in model.graph.value_info}
-    assert annotated == {"0.dense": ["batch", 16], "1.relu": ["batch", 16], "2.dense": ["batch", 3]}
+    assert annotated == {"0.dense": ["batch", 16], "1.relu": ["batch", 16], "2.dense": ["batch", 3],
+                         "0.dense/matmul": ["batch", 16], "2.dense/matmul": ["batch", 3]}
 
 
 def test_features_and_example_shape_are_metadata():
