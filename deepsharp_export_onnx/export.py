@@ -25,7 +25,7 @@ from deepsharp_export_onnx.errors import ExportRefused
 from deepsharp_export_onnx.graph import Tape
 from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.writers import WRITERS, Refusal, Writing, writer_for
-from deepsharp_export_onnx.writers.outputs import OUTPUT_WRITERS, output_writer
+from deepsharp_export_onnx.writers.outputs import OUTPUT_WRITERS
 from layout import Order, permute_dims, to_channels_first, to_channels_last
 
 BATCH = "batch"
@@ -128,9 +128,9 @@ class OnnxExport:
     def _preconditions(self, network: Module, loss: Loss) -> list[str]:
         if not isinstance(loss, Loss):
             return [f"loss must be a deepsharp Loss, received {loss!r}"]
-        if output_writer(loss) is None:
-            known = ", ".join(t.__name__ for t in OUTPUT_WRITERS)
-            return [f"loss {type(loss).__name__} has no output writer; written: {known}"]
+        if OUTPUT_WRITERS.lookup(loss) is None:
+            return [f"loss {type(loss).__name__} has no output writer; written: "
+                    f"{OUTPUT_WRITERS.names()}"]
         if not isinstance(network, Network):
             return [f"{type(network).__name__} is a network written as code: trace it "
                     f"(Module.trace) to export it"]
@@ -154,7 +154,7 @@ class OnnxExport:
     def _finish(self, tape: Tape, z: Value, loss: Loss) -> None:
         tape.owner = f"output ({type(loss).__name__})"
         z = self.turn(tape, z, Order.CHANNELS_LAST)
-        name = output_writer(loss)(tape, z, self.output_name)
+        name = OUTPUT_WRITERS.lookup(loss)(tape, z, self.output_name)
         tape.annotate(name, z.dims, z.elem_type)
 
     def _opset_faults(self, tape: Tape) -> list[str]:
@@ -183,4 +183,4 @@ class OnnxExport:
 
     @staticmethod
     def _known() -> str:
-        return "steps written: " + ", ".join(sorted(t.__name__ for t in WRITERS))
+        return "steps written: " + WRITERS.names()

@@ -30,7 +30,7 @@ from deepsharp_export_onnx.annotations import InputContract, declared_dims
 from deepsharp_export_onnx.errors import ImportRefused
 from deepsharp_export_onnx.export import META_FEATURES, META_SHAPE, META_TRAINING_ONLY
 from deepsharp_export_onnx.reader import FORK_READERS, READERS, GraphView, Read, Reading, Unreadable
-from deepsharp_export_onnx.reader.outputs import OUTPUT_READERS, output_reader
+from deepsharp_export_onnx.reader.outputs import OUTPUT_READERS
 from layout import Order
 
 
@@ -85,9 +85,9 @@ class OnnxFile:
     last node must be)."""
 
     def __init__(self, loss: Loss) -> None:
-        if not isinstance(loss, Loss) or output_reader(loss) is None:
-            known = ", ".join(t.__name__ for t in OUTPUT_READERS)
-            raise TypeError(f"OnnxFile: loss must be one of {known}, received {loss!r}")
+        if not isinstance(loss, Loss) or OUTPUT_READERS.lookup(loss) is None:
+            raise TypeError(f"OnnxFile: loss must be one of {OUTPUT_READERS.names()}, received "
+                            f"{loss!r}")
         self.loss = loss
 
     def read(self, stream: BinaryIO | bytes | onnx.ModelProto) -> Network:
@@ -96,7 +96,7 @@ class OnnxFile:
         x, out, shape = self._ends(view)
         faults: list[str] = []
         try:
-            before = output_reader(self.loss)(view, out.name)
+            before = OUTPUT_READERS.lookup(self.loss)(view, out.name)
         except Unreadable as error:
             raise ImportRefused([str(error)]) from None
         reading = Reading(view, x.name, Order.CHANNELS_LAST, rank=shape.rank + 1)

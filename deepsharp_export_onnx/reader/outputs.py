@@ -5,28 +5,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from deepsharp.losses import BinaryCrossEntropy, CrossEntropy, Loss, MeanSquaredError
+from deepsharp.losses import BinaryCrossEntropy, CrossEntropy, MeanSquaredError
 from deepsharp_export_onnx.reader.base import Unreadable
 from deepsharp_export_onnx.reader.view import GraphView
+from deepsharp_export_onnx.tables import TypeTable
 
 # reader(view, output name) -> the value the activation was applied to (its node consumed)
 OutputReader = Callable[[GraphView, str], str]
-OUTPUT_READERS: dict[type, OutputReader] = {}
-
-
-def reads_output(loss_type: type) -> Callable[[OutputReader], OutputReader]:
-    def register(fn: OutputReader) -> OutputReader:
-        OUTPUT_READERS[loss_type] = fn
-        return fn
-
-    return register
-
-
-def output_reader(loss: Loss) -> OutputReader | None:
-    for cls in type(loss).__mro__:
-        if cls in OUTPUT_READERS:
-            return OUTPUT_READERS[cls]
-    return None
+OUTPUT_READERS: TypeTable[OutputReader] = TypeTable("output reader")
+reads_output = OUTPUT_READERS.register
 
 
 def _strip(view: GraphView, output: str, op_type: str, loss_name: str) -> str:

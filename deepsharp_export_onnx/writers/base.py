@@ -19,6 +19,7 @@ from onnx import TensorProto
 from deepsharp.layers.base import Step
 from deepsharp_export_onnx.graph import Tape
 from deepsharp_export_onnx.nodes import PRIMITIVE_NODES, Emit
+from deepsharp_export_onnx.tables import TypeTable
 from deepsharp_export_onnx.values import Dims, Value
 from layout import Order
 
@@ -36,25 +37,22 @@ class WriterEntry:
     order: Order | None
 
 
-WRITERS: dict[type, WriterEntry] = {}
+WRITERS: TypeTable[WriterEntry] = TypeTable("writer")
 
 
 def writes(*step_types: type, order: Order | None = Order.CHANNELS_LAST) -> Callable[[Writer], Writer]:
+    """Register `fn` as the writer of `step_types`, taking values in `order` (None: any)."""
+
     def register(fn: Writer) -> Writer:
         for step_type in step_types:
-            if step_type in WRITERS:
-                raise ValueError(f"{step_type.__name__} has two writers")
-            WRITERS[step_type] = WriterEntry(fn, order)
+            WRITERS.add(step_type, WriterEntry(fn, order))
         return fn
 
     return register
 
 
 def writer_for(step: Step) -> WriterEntry | None:
-    for cls in type(step).__mro__:
-        if cls in WRITERS:
-            return WRITERS[cls]
-    return None
+    return WRITERS.lookup(step)
 
 
 class Writing:

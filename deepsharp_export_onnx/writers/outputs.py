@@ -5,27 +5,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from deepsharp.losses import BinaryCrossEntropy, CrossEntropy, Loss, MeanSquaredError
+from deepsharp.losses import BinaryCrossEntropy, CrossEntropy, MeanSquaredError
 from deepsharp_export_onnx.graph import Tape
+from deepsharp_export_onnx.tables import TypeTable
 from deepsharp_export_onnx.values import Value
 
 OutputWriter = Callable[[Tape, Value, str], str]
-OUTPUT_WRITERS: dict[type, OutputWriter] = {}
-
-
-def writes_output(loss_type: type) -> Callable[[OutputWriter], OutputWriter]:
-    def register(fn: OutputWriter) -> OutputWriter:
-        OUTPUT_WRITERS[loss_type] = fn
-        return fn
-
-    return register
-
-
-def output_writer(loss: Loss) -> OutputWriter | None:
-    for cls in type(loss).__mro__:
-        if cls in OUTPUT_WRITERS:
-            return OUTPUT_WRITERS[cls]
-    return None
+OUTPUT_WRITERS: TypeTable[OutputWriter] = TypeTable("output writer")
+writes_output = OUTPUT_WRITERS.register
 
 
 @writes_output(MeanSquaredError)
