@@ -66,7 +66,7 @@ class Tape:
     def initializer(self, name: str, array: np.ndarray) -> str:
         """A named constant (a slot's values, a table); the same name twice must hold the same
         values."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # (ascontiguousarray would make a scalar 1-D)
         if name in self.initializers:
             if not np.array_equal(self.initializers[name], array):
                 raise ValueError(f"initializer {name!r} written twice with different values")
