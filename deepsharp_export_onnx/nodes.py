@@ -58,6 +58,11 @@ class Emit:
         """Input `index`'s values when it is a constant of the trace (else None)."""
         return None
 
+    def promoted(self, inputs: Sequence[str], skip: Sequence[int] = ()) -> list[str]:
+        """`inputs` in the result's element type, as numpy promoted them (ONNX's arithmetic takes
+        one type): a Cast where an input's type differs. Positions in `skip` are left alone."""
+        return list(inputs)
+
     def shape_operand(self, shape: Sequence[int], *, minus_one: bool = False,
                       broadcast_from: int | None = None) -> str:
         """An int64 operand giving result 0's shape (`shape` as recorded). `minus_one` allows
@@ -85,17 +90,17 @@ def writes_primitive(*names: str, dims: DimRule | None = None
     return register
 
 
-def _same_name(op_type: str) -> PrimitiveWriter:
-    return lambda emit, inputs, attrs, ranks: emit(op_type, inputs)
+def _same_name(op_type: str, skip: Sequence[int] = ()) -> PrimitiveWriter:
+    return lambda emit, inputs, attrs, ranks: emit(op_type, emit.promoted(inputs, skip))
 
 
 for _primitive, _op in {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh",
                         "softplus": "Softplus", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
                         "neg": "Neg", "abs": "Abs", "sin": "Sin", "cos": "Cos",
                         "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
-                        "maximum": "Max", "minimum": "Min",
-                        "where": "Where"}.items():
+                        "maximum": "Max", "minimum": "Min"}.items():
     writes_primitive(_primitive, dims=dims.elementwise)(_same_name(_op))
+writes_primitive("where", dims=dims.elementwise)(_same_name("Where", skip=(0,)))
 
 
 @writes_primitive("gelu", dims=dims.elementwise)
@@ -173,7 +178,7 @@ def _expand(emit, inputs, attrs, ranks):
 
 @writes_primitive("concat", dims=dims.concat)
 def _concat(emit, inputs, attrs, ranks):
-    return emit("Concat", inputs, {"axis": int(attrs["axis"])})
+    return emit("Concat", emit.promoted(inputs), {"axis": int(attrs["axis"])})
 
 
 @writes_primitive("gather", dims=dims.gather)

@@ -51,6 +51,17 @@ class TraceEmit(Emit):
         value = self._value(self.op.inputs[index])
         return value.array if value.kind == "constant" else None
 
+    def promoted(self, inputs: Sequence[str], skip: Sequence[int] = ()) -> list[str]:
+        target = self._value(self.op.outputs[0]).dtype
+        result = []
+        for index, name in enumerate(inputs):
+            value = self._value(self.op.inputs[index])
+            if index not in skip and value.dtype != target:
+                name = self("Cast", [name], {"to": elem_type(target)}, suffix=f"cast_{index}")
+                self.tape.annotate(name, onnx_dims(value.dims), elem_type(target))
+            result.append(name)
+        return result
+
     def shape_operand(self, shape: Sequence[int], *, minus_one: bool = False,
                       broadcast_from: int | None = None) -> str:
         """Result 0's shape: constants when nothing is symbolic; a constant with one -1 when one

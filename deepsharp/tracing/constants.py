@@ -17,8 +17,10 @@ from typing import Callable
 
 import numpy as np
 
+from deepsharp.errors import TraceErrorKind, TraceException
 from deepsharp.tensors import Tensor
 
+LARGEST_CONSTANT = 2 ** 31 - 1  # bytes: a protobuf (an ONNX file written whole) holds no more
 StorageKey = tuple[int, tuple[int, ...], tuple[int, ...], str]
 
 
@@ -75,6 +77,10 @@ class Constants:
         key = storage_key(tensor._data)
         vid = self._by_storage.get(key)
         if vid is None:
+            if tensor._data.nbytes > LARGEST_CONSTANT:
+                raise TraceException(TraceErrorKind.UNSUPPORTED_OPERATION, f"{use}: a constant of "
+                                     f"shape {tensor.shape} holds {tensor._data.nbytes:,} bytes, "
+                                     f"more than the {LARGEST_CONSTANT:,} an ONNX file can hold")
             name = self._name_for(tensor, key)
             copy = np.array(tensor._data, copy=True, order="C")
             if name is None:
