@@ -107,6 +107,10 @@ class Tracer:
     def __exit__(self, *exc: Any) -> None:
         self._stop("closed")
 
+    def close(self) -> None:
+        """Stop recording without a graph (what leaving a `with` block does)."""
+        self._stop("closed")
+
     def _start(self) -> None:
         if self._state != "new":
             raise TraceException(Kind.INVALID_USAGE, f"this tracer was already started (it is "

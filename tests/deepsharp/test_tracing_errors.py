@@ -231,6 +231,17 @@ def test_misuse_is_invalid_usage(misuse, fragments):
         assert fragment in str(caught.value)
 
 
+def test_close_stops_a_trace_begun_without_a_block():
+    tracer = Tracer.begin()
+    x = tracer.input("x", example(3, 4))
+    assert modes.trace_hook() is tracer
+    tracer.close()
+    assert modes.trace_hook() is None
+    (x * 2.0).numpy()  # no longer watched
+    with pytest.raises(TraceException, match="finish: the tracer is not recording \\(it is closed\\)"):
+        tracer.finish({"y": x})
+
+
 def test_a_finished_tracer_cannot_record_again():
     tracer = Tracer.begin()
     x = tracer.input("x", example(3, 4))

@@ -14,6 +14,7 @@ from deepsharp import (
     BinaryCrossEntropy, CrossEntropy, MeanSquaredError, Module, Parameter, RandomStream,
     Sequential, Shape, functional as F,
 )
+from deepsharp.tracing import TraceException, Tracer
 from deepsharp_export_onnx import ExportRefused, OnnxExport
 from tests.support.onnx_check import assert_valid, ort_session
 from tests.support.trace_check import assert_close, check_trace
@@ -208,3 +209,65 @@ def test_onnx_export_refuses_what_cannot_be_traced_and_a_newer_opset():
         OnnxExport(Shape(6), max_opset=17).to_bytes(MLP(), MeanSquaredError())
     with pytest.raises(ExportRefused, match="expected a Network or a Module"):
         OnnxExport(Shape(4)).to_bytes(lambda x: x, MeanSquaredError())
+
+
+class ClassToken(Module):
+    """A summary token (the mean of the steps plus a learned vector) put before the steps (a
+    concatenation: steps + 1 is a new atom), a block over steps + 1, and the token's output as
+    the answer (a select)."""
+
+    def __init__(self, width=8):
+        super().__init__()
+        make = _weights(9)
+        self.embed, self.token = make(6, width), make(1, 1, width)
+        self.block = Block(width, seed=3)
+
+    def forward(self, x):
+        h = x @ self.embed
+        token = h.mean(axis=1, keepdims=True) + self.token  # (batch, 1, width), traced
+        return self.block(F.concat([token, h], axis=1)).select(1, 0)
+
+
+def test_a_class_token_transformer_over_a_derived_extent():
+    model = ClassToken()
+    checked = check_trace(model.forward, {"x": ("batch", "steps", 6)},
+                          {"batch": (3, 1, 5), "steps": (6, 1, 10)}, parameters=_parameters(model))
+    dims = {v.name: [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+            for v in checked.model.graph.value_info}
+    assert ["batch", "concat4_1", 8] in dims.values()
+    shapes = [n.input[0] for n in checked.model.graph.node if n.op_type == "Shape"]
+    assert shapes == ["x", "concat_0"]  # batch from the input, steps + 1 from the concatenation
+
+
+def test_a_constant_expanded_to_the_batch_is_refused_where_it_meets_the_symbol():
+    token = Parameter(np.ones((1, 1, 8), np.float32))
+    with Tracer() as tracer:
+        h = tracer.input("h", np.ones((3, 6, 8), np.float32), {0: "batch", 1: "steps"})
+        expanded = token.expand(h.shape[0], 1, 8)  # constants only: runs eagerly, batch baked in
+        with pytest.raises(TraceException, match=r"concat \(operation 1\): axis 0 is the symbolic "
+                                                 r"size batch in one operand and fixed at 3"):
+            F.concat([expanded, h], axis=1)
+
+
+class Embedded(Module):
+    """Ids in: an embedding table gathered by the input, averaged over steps."""
+
+    input_dtype = "int64"
+
+    def __init__(self):
+        super().__init__()
+        self.table = _weights(4)(20, 5)
+        self.head = _weights(5)(5, 2)
+
+    def forward(self, ids):
+        return self.table[ids].mean(axis=1) @ self.head
+
+
+def test_onnx_export_of_a_module_taking_ids():
+    module = Embedded()
+    data = OnnxExport(Shape(9)).to_bytes(module, BinaryCrossEntropy())
+    model = onnx.load_from_string(data)
+    assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.INT64
+    ids = np.random.default_rng(0).integers(0, 20, (4, 9))
+    assert_close(ort_session(data).run(None, {"input": ids})[0],
+                 module.predict(ids, BinaryCrossEntropy()), 1e-5, "ids")
