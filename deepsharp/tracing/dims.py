@@ -56,7 +56,12 @@ class DimContext:
 
     def new_atom(self, output: int, axis: int) -> Sym:
         """A fresh atom for an extent this operation makes, held by result `output` at `axis`."""
-        return Sym(1, (self.make_atom(output, axis, self.shapes[output][axis]),))
+        size = self.shapes[output][axis]
+        if size < 2:
+            raise self.symbolic(f"axis {axis} of its result is symbolic but only {size} in the "
+                                f"traced run, where it would broadcast or vanish; trace with "
+                                f"larger symbol sizes")
+        return Sym(1, (self.make_atom(output, axis, size),))
 
 
 DimRule = Callable[[DimContext], list[Dims]]

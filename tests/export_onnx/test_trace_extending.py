@@ -62,3 +62,12 @@ def test_a_constant_too_large_for_a_file_is_unsupported(monkeypatch):
             x @ Tensor(np.ones((4, 5), np.float32))
     assert caught.value.kind is TraceErrorKind.UNSUPPORTED_OPERATION
     assert "matmul (operation 1): a constant of shape (4, 5) holds 80 bytes" in str(caught.value)
+
+
+def test_a_derived_extent_of_one_is_refused(pair_sum):
+    with Tracer() as tracer:
+        x = tracer.input("x", np.ones((3, 2, 4), np.float32), {0: "batch", 1: "steps"})
+        with pytest.raises(TraceException) as caught:
+            pair_sum(x, 1)  # steps 2 -> 1
+    assert caught.value.kind is TraceErrorKind.SYMBOLIC_SHAPE
+    assert "test_pair_sum (operation 1): axis 1 of its result is symbolic but only 1" in str(caught.value)
