@@ -22,6 +22,7 @@ from deepsharp.schedules import Cosine, ExponentialDecay, LinearWarmup, Schedule
 from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, float64, no_grad
+from deepsharp.tracing import TraceErrorKind, TraceException, TracedModel, Tracer
 
 __version__ = "0.1.0"
 
@@ -30,6 +31,7 @@ __all__ = [
     "EarlyStopping", "ExponentialDecay", "History", "LinearWarmup", "Loss", "MeanSquaredError",
     "Module", "Network", "OpError", "Optimizer", "Parameter", "RMSprop", "RandomStream", "SGD",
     "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
-    "TargetError", "Tensor", "TrainingError", "float64", "functional", "load", "load_checkpoint",
+    "TargetError", "Tensor", "TraceErrorKind", "TraceException", "TracedModel", "Tracer",
+    "TrainingError", "float64", "functional", "load", "load_checkpoint",
     "no_grad", "save", "save_checkpoint", "__version__",
 ]

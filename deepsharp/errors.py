@@ -6,6 +6,8 @@ received, and what would be accepted.
 
 from __future__ import annotations
 
+from enum import Enum
+
 
 class DeepsharpError(Exception):
     """Base of every error the library raises on purpose."""
@@ -36,3 +38,23 @@ class StateError(DeepsharpError, KeyError):
 
 class OpError(DeepsharpError, RuntimeError):
     """A primitive is missing, or has no backward rule."""
+
+
+class TraceErrorKind(str, Enum):
+    """Why a trace was refused (see docs/tracing.md)."""
+
+    DATA_DEPENDENT = "data dependent"            # user code read a traced tensor's values
+    IN_PLACE_MUTATION = "in-place mutation"      # a write into a traced tensor or a captured constant
+    NO_GRAD_IN_TRACE = "no_grad in trace"        # results made inside would be frozen as constants
+    SYMBOLIC_SHAPE = "symbolic shape"            # a symbolic axis reaches what cannot express it
+    INVALID_USAGE = "invalid usage"              # the tracer itself was misused
+    UNSUPPORTED_OPERATION = "unsupported operation"  # an operation with no inference-graph form
+
+
+class TraceException(DeepsharpError, RuntimeError):
+    """A trace was refused at the offending call (or at `finish`); `kind` says why and the message
+    names the read, write or operation."""
+
+    def __init__(self, kind: TraceErrorKind, message: str) -> None:
+        self.kind = kind
+        super().__init__(f"{kind.name}: {message}")

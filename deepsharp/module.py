@@ -175,6 +175,25 @@ class Module:
             self.train(was_training)
         return out._data
 
+    # -- tracing (see deepsharp.tracing) ---------------------------------------------------------
+    def trace(self, example_inputs: Any, axis_names: Any = None, *,
+              input_names: Any = None, output_names: Any = None) -> Any:
+        """Record the evaluation pass on `example_inputs` as a graph (a `TracedModel`), every
+        parameter and buffer named by its state_dict path.
+
+        `example_inputs`: one array, a sequence of them, or a mapping name -> array (inputs are
+        named `input`, `input_0`, ... unless named). `axis_names`: `{0: "batch"}` for every input,
+        or one mapping per input (a list, or keyed by input name). `forward`'s result may be a
+        tensor (output `output`), a sequence (`output_0`, ...) or a mapping name -> tensor.
+
+        >>> traced = model.trace(x, axis_names={0: "batch"})
+        >>> traced.save_onnx("model.onnx")
+        """
+        from deepsharp.tracing import trace_module
+
+        return trace_module(self, example_inputs, axis_names, input_names=input_names,
+                            output_names=output_names)
+
     # -- training (see deepsharp.training) --------------------------------------------------------
     def logits(self, x: Tensor, loss: Any = None) -> Tensor:
         """What the loss is computed on. A stack lifts its last activation into the loss; a

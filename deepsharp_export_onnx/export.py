@@ -78,6 +78,10 @@ class OnnxExport:
         faults = self._preconditions(network, loss)
         if faults:
             raise ExportRefused(faults)
+        if not isinstance(network, Network):  # written as code: traced
+            from deepsharp_export_onnx.trace import export_module
+
+            return export_module(self, network, loss)
         tape = Tape()
         x = self._input(network, tape)
         steps = network.logits_steps(loss)
@@ -131,10 +135,9 @@ class OnnxExport:
         if OUTPUT_WRITERS.lookup(loss) is None:
             return [f"loss {type(loss).__name__} has no output writer; written: "
                     f"{OUTPUT_WRITERS.names()}"]
-        if not isinstance(network, Network):
-            return [f"{type(network).__name__} is a network written as code: trace it "
-                    f"(Module.trace) to export it"]
-        if network.input_shape != self.shape:
+        if not isinstance(network, Module):
+            return [f"expected a Network or a Module, received {type(network).__name__}"]
+        if isinstance(network, Network) and network.input_shape != self.shape:
             return [f"the network takes examples of shape {network.input_shape}, the export was "
                     f"asked for {self.shape}"]
         return []

@@ -66,7 +66,7 @@ class Tape:
     def initializer(self, name: str, array: np.ndarray) -> str:
         """A named constant (a slot's values, a table); the same name twice must hold the same
         values."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # (ascontiguousarray would make a scalar 1-D)
         if name in self.initializers:
             if not np.array_equal(self.initializers[name], array):
                 raise ValueError(f"initializer {name!r} written twice with different values")
@@ -136,23 +136,54 @@ class Tape:
 
 
 def _annotate_the_rest(model: onnx.ModelProto) -> None:
-    """Annotate every node output the writers left bare with what ONNX's strict shape inference
-    derives from the annotations written, when that is a full shape whose symbols are ones the
-    graph already uses (a fresh symbol would assert something nobody wrote)."""
+    """Annotate every node output the writers left bare, from ONNX's shape inference run at two
+    concrete probe sizes of every input symbol. An axis is written as a number when it has the
+    same size in both probes, as a symbol when it follows that symbol's probe sizes, and is left
+    anonymous otherwise (an extent derived from a symbol: no bare name states it). Symbolic
+    inference itself is not used: it can copy a symbol onto an axis that no longer has its size
+    (Slice at opset 10 does)."""
     graph = model.graph
     written = {v.name for v in [*graph.input, *graph.output, *graph.value_info]}
-    symbols = {d.dim_param for v in [*graph.input, *graph.output, *graph.value_info]
-               for d in v.type.tensor_type.shape.dim if d.dim_param}
     bare = [o for node in graph.node for o in node.output if o and o not in written]
     if not bare:
         return
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    found = {v.name: v for v in inferred.graph.value_info}
+    symbols = sorted({d.dim_param for v in graph.input for d in v.type.tensor_type.shape.dim
+                      if d.dim_param})
+    probes = [{s: base + 2 * i for i, s in enumerate(symbols)} for base in (997, 1999)]
+    inferred = [_infer_at(model, probe) for probe in probes]
+    if any(found is None for found in inferred):
+        return
     for name in bare:
-        info = found.get(name)
-        if info is None or not info.type.tensor_type.HasField("shape"):
+        found = [probe.get(name) for probe in inferred]
+        if any(f is None for f in found) or len(found[0][1]) != len(found[1][1]):
             continue
-        dims = info.type.tensor_type.shape.dim
-        if all(d.HasField("dim_value") or (d.HasField("dim_param") and d.dim_param in symbols)
-               for d in dims):
-            graph.value_info.append(info)
+        dims: list[int | str | None] = []
+        for a, b in zip(found[0][1], found[1][1]):
+            symbol = next((s for s in symbols if probes[0][s] == a and probes[1][s] == b), None)
+            dims.append(symbol if symbol else (a if a == b and a is not None else None))
+        graph.value_info.append(helper.make_tensor_value_info(name, found[0][0], dims))
+
+
+def _infer_at(model: onnx.ModelProto, sizes: dict[str, int]) -> dict[str, tuple[int, tuple]] | None:
+    """(element type, concrete shape) of every value when each input symbol has the given size
+    (None when inference fails)."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    del probe.graph.value_info[:]
+    for output in probe.graph.output:
+        output.type.tensor_type.ClearField("shape")
+    for value in probe.graph.input:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.dim_param:
+                dim.dim_value = sizes[dim.dim_param]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=True, data_prop=True)
+    except Exception:  # inference refusing a graph must not stop an export the checker passes
+        return None
+    found = {}
+    for info in [*inferred.graph.value_info, *inferred.graph.output]:
+        tensor = info.type.tensor_type
+        if tensor.HasField("shape"):
+            found[info.name] = (tensor.elem_type, tuple(
+                d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim))
+    return found

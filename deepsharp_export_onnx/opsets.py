@@ -47,6 +47,9 @@ _SPECIAL: dict[str, Callable[[dict[str, Any]], int]] = {
     else 8,
     "AveragePool": lambda a: 19 if any(d != 1 for d in a.get("dilations", ()))
     else (10 if a.get("ceil_mode") else 7),
+    # negative indices count from the end from 11 (`_negative`: some index may be negative)
+    "Gather": lambda a: 11 if a.get("_negative") else 1,
+    "Reshape": lambda a: 14 if a.get("allowzero") else 5,
 }
 
 # From which set a list attribute becomes an int64 input (at the given input position).

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from deepsharp.errors import OpError
 from deepsharp.tensors import modes
 from deepsharp.tensors.primitives import lookup
 
@@ -35,10 +36,11 @@ class Record:
         return f"Record({self.op}, inputs={len(self.inputs)}{', ' if attrs else ''}{attrs})"
 
 
-def _as_array(value: Any, dtype: Any = None) -> np.ndarray:
-    """`value` as an array: floats take the default float type, integers int64."""
+def _as_array(value: Any, dtype: Any = None, what: str = "Tensor()") -> np.ndarray:
+    """`value` as an array: floats take the default float type, integers int64. Reading a
+    tensor's values this way is a read the tracer watches (`what` names it)."""
     if isinstance(value, Tensor):
-        value = value._data
+        value = value._read(what)
     array = np.asarray(value, dtype=dtype)
     if dtype is None:
         if array.dtype.kind == "f" and array.dtype != modes.default_float():
@@ -165,12 +167,12 @@ class Tensor:
 
     def copy_(self, source: Any) -> "Tensor":
         self._write("copy_()")
-        self._data[...] = _as_array(source)
+        self._data[...] = _as_array(source, what="copy_() from it")
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:
         self._write("__setitem__")
-        self._data[index] = _as_array(value)
+        self._data[index] = _as_array(value, what="__setitem__ from it")
 
     def detach(self) -> "Tensor":
         """The same values with no record: gradients stop here."""
@@ -251,6 +253,35 @@ class Tensor:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return apply("expand", self, shape=tuple(int(s) for s in shape))
+
+    def squeeze(self, axis: int | Sequence[int] | None = None) -> "Tensor":
+        """Drop axes of size 1 (all of them, or those named): a reshape."""
+        axes = ([i for i, n in enumerate(self.shape) if n == 1] if axis is None
+                else list(_axes(axis, self.ndim)))
+        wide = [i for i in axes if self.shape[i] != 1]
+        if wide:
+            raise OpError(f"squeeze: axis {wide[0]} has size {self.shape[wide[0]]}, not 1")
+        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
+
+    def unsqueeze(self, axis: int) -> "Tensor":
+        """A new axis of size 1 at `axis` (of the result): a reshape."""
+        axis = int(axis) % (self.ndim + 1)
+        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+
+    def flip(self, axis: int | Sequence[int] | None = None) -> "Tensor":
+        """The values in reverse order along `axis` (every axis when None): a slice of step -1."""
+        flipped = set(_axes(axis, self.ndim))
+        starts, stops, steps = [], [], []
+        for i, n in enumerate(self.shape):
+            b, e, s = (n - 1, -(n + 1), -1) if i in flipped else (0, n, 1)
+            starts.append(b), stops.append(e), steps.append(s)
+        return apply("slice", self, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
+
+    def select(self, axis: int, index: int) -> "Tensor":
+        """The values at position `index` of `axis`, which is dropped: a gather by a scalar index,
+        kept as given (a negative index counts from the end, whatever the axis's size)."""
+        return apply("gather", self, Tensor(np.asarray(int(index), dtype=np.int64)),
+                     axis=int(axis) % self.ndim)
 
     def __getitem__(self, index: Any) -> "Tensor":
         from deepsharp.tensors.indexing import getitem

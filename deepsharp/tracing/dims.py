@@ -1,0 +1,229 @@
+"""How each operation carries symbolic axes from its inputs to its outputs.
+
+A rule takes the `DimContext` of one recorded operation (its operands' symbolic dims, its
+attributes, the example shapes of its results) and returns the symbolic dims of every result, or
+raises `ctx.symbolic(...)` when a symbolic axis meets something that cannot express it. Rules are
+attached to primitives beside their ONNX nodes (`deepsharp_export_onnx.nodes.writes_primitive(...,
+dims=rule)`); a primitive registered without one gets `positional`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from deepsharp.errors import TraceErrorKind, TraceException
+from deepsharp.tracing.reshape import Inexpressible, reshape_dims
+from deepsharp.tracing.symbols import Atom, Dim, Dims, Sym, describe, example
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One input of a recorded operation, as the tracer sees it."""
+
+    dims: Dims
+    dtype: np.dtype
+    traced: bool
+    array: np.ndarray | None = None  # a constant's values (None for traced values)
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+
+@dataclass
+class DimContext:
+    op: str
+    label: str                             # how messages name the operation
+    attrs: dict[str, Any]
+    operands: list[Operand]
+    shapes: tuple[tuple[int, ...], ...]    # the results' example shapes
+    known_atoms: Callable[[], list[Atom]]
+    make_atom: Callable[[int, int, int], Atom]  # (result index, axis, example size) -> new atom
+
+    def symbolic(self, message: str) -> TraceException:
+        return TraceException(TraceErrorKind.SYMBOLIC_SHAPE, f"{self.label}: {message}")
+
+    def unsupported(self, message: str) -> TraceException:
+        return TraceException(TraceErrorKind.UNSUPPORTED_OPERATION, f"{self.label}: {message}")
+
+    def first_traced(self) -> Operand:
+        return next(o for o in self.operands if o.traced)
+
+    def new_atom(self, output: int, axis: int) -> Sym:
+        """A fresh atom for an extent this operation makes, held by result `output` at `axis`."""
+        size = self.shapes[output][axis]
+        if size < 2:
+            raise self.symbolic(f"axis {axis} of its result is symbolic but only {size} in the "
+                                f"traced run, where it would broadcast or vanish; trace with "
+                                f"larger symbol sizes")
+        return Sym(1, (self.make_atom(output, axis, size),))
+
+
+DimRule = Callable[[DimContext], list[Dims]]
+
+
+def _agree(ctx: DimContext, axis: int, dims: Sequence[Dim], size: int, why: str) -> Dim:
+    """The one size several operands give one axis: a symbol must meet the same symbol or 1."""
+    syms = {d for d in dims if isinstance(d, Sym)}
+    fixed = {int(d) for d in dims if not isinstance(d, Sym) and int(d) != 1}
+    if len(syms) > 1:
+        raise ctx.symbolic(f"axis {axis} is {' in one operand and '.join(sorted(map(str, syms)))} "
+                           f"in another, {why}")
+    if syms and fixed:
+        (sym,) = syms
+        raise ctx.symbolic(f"axis {axis} is the symbolic size {sym} in one operand and fixed at "
+                           f"{min(fixed)} in another, {why} (a constant made with the example's "
+                           f"size cannot follow the symbol)")
+    return syms.pop() if syms else size
+
+
+def broadcast(ctx: DimContext, operands: Sequence[Dims], shape: Sequence[int]) -> Dims:
+    """numpy broadcasting of symbolic dims to the example result `shape`."""
+    rank = len(shape)
+    out = []
+    for axis in range(rank):
+        present = [d[axis - (rank - len(d))] for d in operands if axis >= rank - len(d)]
+        out.append(_agree(ctx, axis, present, shape[axis], "where they broadcast"))
+    return tuple(out)
+
+
+def elementwise(ctx: DimContext) -> list[Dims]:
+    """Results take the broadcast of every operand (unary functions keep their input's dims)."""
+    return [broadcast(ctx, [o.dims for o in ctx.operands], shape) for shape in ctx.shapes]
+
+
+def matmul(ctx: DimContext) -> list[Dims]:
+    a, b = (o.dims for o in ctx.operands)
+    _agree(ctx, len(a) - 1, [a[-1], b[-2]], example(a[-1]), "the axis the product contracts")
+    batch = broadcast(ctx, [a[:-2], b[:-2]], ctx.shapes[0][:-2])
+    return [batch + (a[-2], b[-1])]
+
+
+def reduce(ctx: DimContext) -> list[Dims]:
+    dims, axes = ctx.operands[0].dims, set(ctx.attrs["axes"])
+    if ctx.attrs["keepdims"]:
+        return [tuple(1 if i in axes else d for i, d in enumerate(dims))]
+    return [tuple(d for i, d in enumerate(dims) if i not in axes)]
+
+
+def transpose(ctx: DimContext) -> list[Dims]:
+    dims = ctx.operands[0].dims
+    return [tuple(dims[p] for p in ctx.attrs["perm"])]
+
+
+def reshape(ctx: DimContext) -> list[Dims]:
+    try:
+        return [reshape_dims(ctx.operands[0].dims, ctx.shapes[0])]
+    except Inexpressible as error:
+        raise ctx.symbolic(str(error)) from None
+
+
+def matching_atoms(ctx: DimContext, size: int) -> Dim:
+    """`size` as the one product of known atoms equal to it, or as a fixed size when none is: a
+    size taken from a symbolic axis in Python (`x.shape[0]`) arrives as a plain integer."""
+    atoms = ctx.known_atoms()
+    longest = len(atoms) if len(atoms) <= 8 else 3
+    found = {tuple(c) for n in range(1, longest + 1) for c in itertools.combinations(atoms, n)
+             if math.prod(a.example for a in c) == size}
+    if len(found) > 1:
+        options = " or ".join("*".join(a.name for a in c) for c in sorted(found, key=str))
+        raise ctx.symbolic(f"the size {size} could be {options}; trace with symbol sizes that "
+                           f"differ from each other's products")
+    return Sym.of(found.pop()) if found else size
+
+
+def expand(ctx: DimContext) -> list[Dims]:
+    """Axes the input has (other than size 1) carry over; a new extent is the symbol whose
+    example size it equals, if one does (it was read from a shape), else fixed."""
+    dims, shape = ctx.operands[0].dims, ctx.shapes[0]
+    lead = len(shape) - len(dims)
+    out: list[Dim] = []
+    for axis, size in enumerate(shape):
+        own = dims[axis - lead] if axis >= lead else 1
+        if isinstance(own, Sym) or own != 1:
+            out.append(own)
+        else:
+            out.append(1 if size == 1 else matching_atoms(ctx, size))
+    return [tuple(out)]
+
+
+def slice_axes(dims: Dims, attrs: dict[str, Any]) -> list[str]:
+    """Per axis: 'full', 'flip' (full and reversed) or 'part'."""
+    kinds = []
+    for dim, b, e, s in zip(dims, attrs["starts"], attrs["stops"], attrs["steps"]):
+        n = example(dim)
+        taken = range(n)[slice(b, e, s)]
+        kinds.append("full" if taken == range(n) else
+                     "flip" if taken == range(n - 1, -1, -1) else "part")
+    return kinds
+
+
+def slice_(ctx: DimContext) -> list[Dims]:
+    dims, shape = ctx.operands[0].dims, ctx.shapes[0]
+    out: list[Dim] = []
+    for axis, (dim, kind) in enumerate(zip(dims, slice_axes(dims, ctx.attrs))):
+        if isinstance(dim, Sym) and kind == "part":
+            raise ctx.symbolic(f"a partial slice of axis {axis}, whose size is the symbol {dim}: "
+                               f"its bounds were taken at the example's size {dim.example}; "
+                               f"slice whole symbolic axes (or reverse them), or take one element "
+                               f"with select(axis, index) (a negative index counts from the end)")
+        out.append(dim if kind != "part" else shape[axis])
+    return [tuple(out)]
+
+
+def concat(ctx: DimContext) -> list[Dims]:
+    """Other axes must agree; the joined axis is the sum of the parts: a multiple of the same
+    atoms when every part is one, else a new atom held by the result."""
+    axis, shape = ctx.attrs["axis"], ctx.shapes[0]
+    parts = [o.dims for o in ctx.operands]
+    out: list[Dim] = []
+    for i, size in enumerate(shape):
+        if i != axis:
+            out.append(_agree(ctx, i, [p[i] for p in parts], size, "where the parts are joined"))
+            continue
+        joined = [p[i] for p in parts]
+        if not any(isinstance(d, Sym) for d in joined):
+            out.append(size)
+        elif all(isinstance(d, Sym) and d.atoms == joined[0].atoms for d in joined):
+            out.append(Sym(sum(d.coef for d in joined), joined[0].atoms))
+        else:
+            out.append(ctx.new_atom(0, i))
+    return [tuple(out)]
+
+
+def gather(ctx: DimContext) -> list[Dims]:
+    """data[..., indices, ...] along `axis`: the indices' dims replace that axis. Constant indices
+    into a symbolic axis are kept as written (a negative index counts from the end)."""
+    data, indices = ctx.operands[0].dims, ctx.operands[1].dims
+    axis = ctx.attrs["axis"]
+    return [data[:axis] + indices + data[axis + 1:]]
+
+
+def positional(ctx: DimContext) -> list[Dims]:
+    """The default: result axis i answers to axis i of the first traced operand. It carries the
+    operand's symbol when its example size is unchanged; a symbolic extent whose size changed
+    (a convolution's output width) becomes a new atom held by the result; other axes are fixed."""
+    source = ctx.first_traced().dims
+    results = []
+    for k, shape in enumerate(ctx.shapes):
+        out: list[Dim] = []
+        for axis, size in enumerate(shape):
+            own = source[axis] if axis < len(source) else None
+            if not isinstance(own, Sym):
+                out.append(size)
+            elif own.example == size:
+                out.append(own)
+            else:
+                out.append(ctx.new_atom(k, axis))
+        results.append(tuple(out))
+    return results
+
+
+__all__ = ["DimContext", "DimRule", "Operand", "broadcast", "concat", "describe", "elementwise",
+           "expand", "gather", "matmul", "positional", "reduce", "reshape", "slice_",
+           "slice_axes", "transpose"]
