@@ -93,3 +93,7 @@ def _softmax_like(op_type: str) -> PrimitiveWriter:
 
 writes_primitive("softmax")(_softmax_like("Softmax"))
 writes_primitive("log_softmax")(_softmax_like("LogSoftmax"))
+
+
+# The sequence primitives (embedding, attention, lstm, gru) register themselves here too.
+from deepsharp_export_onnx import sequence_nodes  # noqa: E402,F401

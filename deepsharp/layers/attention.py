@@ -41,7 +41,8 @@ class SelfAttentionSpec(LayerSpec):
     def model_width(self, channels: int) -> int:
         return channels
 
-    def has_output(self) -> bool:
+    def multi_head(self) -> bool:
+        """Multi-head attention cuts the heads out (even one) and has an output projection."""
         return False
 
     def build(self, shape: Shape, at: Lowering) -> "SelfAttentionStep":
@@ -54,7 +55,7 @@ class SelfAttentionSpec(LayerSpec):
         for name, kernel in zip(PROJECTIONS, stacked):
             weights[f"{name}_weight"] = kernel
             weights[f"{name}_bias"] = np.zeros(width, np.float32)
-        if self.has_output():  # out_proj: Linear's Kaiming-uniform weight, its bias zeroed
+        if self.multi_head():  # out_proj: Linear's Kaiming-uniform weight, its bias zeroed
             weights["output_weight"] = kaiming_uniform(generator, width, (width, width))
             weights["output_bias"] = np.zeros(width, np.float32)
         return SelfAttentionStep(self, at.place, shape, Shape(shape[0], width), weights)
@@ -85,7 +86,7 @@ class SelfAttentionStep(Step):
     def _project(self, x: Tensor, name: str) -> Tensor:
         y = apply("add", apply("matmul", x, getattr(self, f"{name}_weight")),
                   getattr(self, f"{name}_bias"))
-        if self.heads == 1:
+        if not self.spec.multi_head():  # one-head attention() cuts no heads
             return y
         batch, steps = x.shape[:2]
         y = apply("reshape", y, shape=(batch, steps, self.heads, self.width // self.heads))
@@ -96,10 +97,10 @@ class SelfAttentionStep(Step):
         q, k, v = (self._project(x, name) for name in PROJECTIONS)
         extra = () if flow.mask is None else (flow.mask,)
         a = apply("attention", q, k, v, *extra, scale=self.scale, causal=int(self.spec.causal))
-        if self.heads > 1:
+        if self.spec.multi_head():
             a = apply("transpose", a, perm=(0, 2, 1, 3))
             a = apply("reshape", a, shape=(x.shape[0], x.shape[1], self.width))
-        if self.spec.has_output():
+        if self.spec.multi_head():
             a = apply("add", apply("matmul", a, self.output_weight), self.output_bias)
         return Flow(a, flow.mask)
 
@@ -149,5 +150,5 @@ class MultiHeadAttention(SelfAttentionSpec):
     def model_width(self, channels: int) -> int:
         return self.width
 
-    def has_output(self) -> bool:
+    def multi_head(self) -> bool:
         return True
