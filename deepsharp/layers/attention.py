@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pydantic import PositiveInt, model_validator
+from pydantic import PositiveInt, ValidationInfo, field_validator
 
 from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer, require_rank
 from deepsharp.layers.dense import kaiming_uniform
@@ -137,12 +137,13 @@ class MultiHeadAttention(SelfAttentionSpec):
     width: PositiveInt
     causal: bool = False
 
-    @model_validator(mode="after")
-    def _heads_divide_width(self) -> "MultiHeadAttention":
-        if self.width % self.heads:
-            raise ValueError(f"width must be a multiple of heads ({self.heads}), received "
-                             f"{self.width}")
-        return self
+    @field_validator("width")
+    @classmethod
+    def _heads_divide_width(cls, width: int, info: ValidationInfo) -> int:
+        heads = info.data.get("heads")
+        if heads and width % heads:
+            raise ValueError(f"must be a multiple of heads ({heads})")
+        return width
 
     def head_count(self) -> int:
         return self.heads

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from pydantic import NonNegativeInt, PositiveInt, field_validator, model_validator
+from pydantic import NonNegativeInt, PositiveInt, ValidationInfo, field_validator
 
 from deepsharp.errors import ShapeError, SpecError
 from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer, make_spec
@@ -129,7 +129,7 @@ class Concat(CompositeSpec):
     @classmethod
     def _two_or_more(cls, branches: tuple[Sequential, ...]) -> tuple[Sequential, ...]:
         if len(branches) < 2:
-            raise ValueError(f"must be two or more, received {len(branches)}")
+            raise ValueError("must be two or more")
         return branches
 
     def branch_specs(self) -> list[tuple[str, Sequential]]:
@@ -183,11 +183,13 @@ class Columns(LayerSpec):
     start: NonNegativeInt
     stop: PositiveInt
 
-    @model_validator(mode="after")
-    def _ordered(self) -> "Columns":
-        if self.stop <= self.start:
-            raise ValueError(f"stop must be above start ({self.start}), received {self.stop}")
-        return self
+    @field_validator("stop")
+    @classmethod
+    def _ordered(cls, stop: int, info: ValidationInfo) -> int:
+        start = info.data.get("start")
+        if start is not None and stop <= start:
+            raise ValueError(f"must be above start ({start})")
+        return stop
 
     def build(self, shape: Shape, at: Lowering) -> "ColumnsStep":
         if shape.rank == 0:
@@ -224,18 +226,19 @@ def _split(place: str) -> tuple[int, str | None, str | None]:
     return int(match.group(1)), match.group(2), match.group(3)
 
 
-def spec_at(stack: Sequential, place: str) -> LayerSpec:
+def spec_at(stack: Sequential, place: str, whole: str | None = None) -> LayerSpec:
     """The spec at `place` (SpecError naming the place when there is none)."""
+    whole = whole or place
     index, infix, rest = _split(place)
     if index >= len(stack):
-        raise SpecError(f"place {place!r}: the stack has {len(stack)} layers")
+        raise SpecError(f"place {whole!r}: the stack has {len(stack)} layers")
     spec = stack[index]
     if infix is None:
         return spec
     branches = dict(spec.branch_specs()) if isinstance(spec, CompositeSpec) else {}
     if infix not in branches:
-        raise SpecError(f"place {place!r}: layer {index} ({spec.describe()}) has no {infix}")
-    return spec_at(branches[infix], rest)
+        raise SpecError(f"place {whole!r}: layer {index} ({spec.describe()}) has no {infix}")
+    return spec_at(branches[infix], rest, whole)
 
 
 def edit_at(stack: Sequential, place: str, edit) -> Sequential:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, ValidationInfo, field_validator
 
 from deepsharp.errors import ShapeError
 from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer, require_rank
@@ -35,12 +35,13 @@ class Embedding(LayerSpec):
     width: PositiveInt
     padding_index: NonNegativeInt | None = None
 
-    @model_validator(mode="after")
-    def _padding_in_vocabulary(self) -> "Embedding":
-        if self.padding_index is not None and self.padding_index >= self.vocabulary:
-            raise ValueError(f"padding_index must be below the vocabulary ({self.vocabulary}), "
-                             f"received {self.padding_index}")
-        return self
+    @field_validator("padding_index")
+    @classmethod
+    def _padding_in_vocabulary(cls, index: int | None, info: ValidationInfo) -> int | None:
+        vocabulary = info.data.get("vocabulary")
+        if index is not None and vocabulary is not None and index >= vocabulary:
+            raise ValueError(f"must be below the vocabulary ({vocabulary})")
+        return index
 
     def build(self, shape: Shape, at: Lowering) -> "EmbeddingStep":
         require_rank(self, shape, (1,), "a series of ids (steps)")

@@ -11,8 +11,8 @@ import onnx
 from deepsharp.layers.attention import Attention, MultiHeadAttention
 from deepsharp_export_onnx.reader.base import Read, Reading, Unreadable, reads_fork
 from deepsharp_export_onnx.reader.patterns import (
-    attrs, axes_of, constant_list, consumer, consumer_among, other_input, perm_of, producer,
-    scalar,
+    attrs, axes_of, constant_list, consumer, consumer_among, float32_decimal, other_input,
+    perm_of, producer, scalar,
 )
 
 _ALLOWED_OPS = {"Unsqueeze", "And", "Not", "Greater", "Range", "Gather", "Shape"}
@@ -106,8 +106,9 @@ def _read_core(r: Reading, matmuls, projections, heads, roles, scores) -> Read:
     scale = scalar(r, other_input(scaled, scores.output[0]))
     expected = np.float32(1.0 / math.sqrt(width // head_count))
     if scale is None or np.float32(scale) != expected:
-        raise r.unreadable(scaled, f"the scores are scaled by 1/sqrt(head width) = {expected}, "
-                                   f"received {scale}")
+        raise r.unreadable(scaled, f"the scores are scaled by 1/sqrt(head width) = "
+                                   f"{float32_decimal(expected)}, received "
+                                   f"{scale if scale is None else float32_decimal(scale)}")
     taken.append(scaled)
     current, masked, causal, allowed = scaled.output[0], False, False, None
     added = consumer_among(r, current, "Add")  # the causal order also reads the scores' Shape
