@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors.ops.activations import _softmax
 from deepsharp.tensors.primitives import primitive
 
 LEFT_OUT = -1e9  # what a key the mask leaves out adds to its score (the graph adds the same)
@@ -53,7 +52,10 @@ class Attention:
         allowed = allowed_keys(key_mask, causal, q.ndim, q.shape[-2], k.shape[-2])
         if allowed is not None:
             scores = np.where(allowed, scores, np.asarray(LEFT_OUT, q.dtype))
-        weights = _softmax(scores, -1)
+        weights = scores  # the softmax over the keys, in place
+        weights -= weights.max(axis=-1, keepdims=True)
+        np.exp(weights, out=weights)
+        weights /= weights.sum(axis=-1, keepdims=True)
         if key_mask is not None:  # only a key mask can leave a query nothing to look at
             weights *= allowed.any(axis=-1, keepdims=True)
         return np.matmul(weights, v), weights
