@@ -88,7 +88,7 @@ def read_attention(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
     if q is None:
         return None
     try:
-        return _read_core(r, nodes, projections, heads, (q, k, v), scores)
+        return _read_core(r, projections, heads, (q, k, v), scores)
     except Unreadable:
         raise
     except (KeyError, IndexError, TypeError, AttributeError):
@@ -96,7 +96,7 @@ def read_attention(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
                                    "the scale, the mask's Add, Softmax, MatMul by the values)") from None
 
 
-def _read_core(r: Reading, matmuls, projections, heads, roles, scores) -> Read:
+def _read_core(r: Reading, projections, heads, roles, scores) -> Read:
     q, k, v = roles
     head_count = heads[q][3]
     multi = len(heads[q][0]) == 2  # multi-head attention cuts heads (Reshape, Transpose)
@@ -110,6 +110,22 @@ def _read_core(r: Reading, matmuls, projections, heads, roles, scores) -> Read:
                                    f"{float32_decimal(expected)}, received "
                                    f"{scale if scale is None else float32_decimal(scale)}")
     taken.append(scaled)
+    current, causal = _weighting(r, scaled, heads[v][1], 4 if multi else 3, taken)
+    slots = {}
+    for name, index in zip(("query", "key", "value"), roles):
+        slots[f"{name}_weight"] = projections[index][1]["weight"]
+        slots[f"{name}_bias"] = projections[index][1]["bias"]
+    if not multi:
+        return Read(current, taken, [Attention(causal=causal)], [slots])
+    current = _output_projection(r, current, width, slots, taken)
+    return Read(current, taken, [MultiHeadAttention(heads=head_count, width=width, causal=causal)],
+                [slots])
+
+
+def _weighting(r: Reading, scaled: onnx.NodeProto, values: str, rank: int,
+               taken: list) -> tuple[str, bool]:
+    """From the scaled scores to the weighted values: the mask's Add (if any), Softmax, MatMul by
+    the values, the zeros for a query with no key left. Returns (value after, causal)."""
     current, masked, causal, allowed = scaled.output[0], False, False, None
     added = consumer_among(r, current, "Add")  # the causal order also reads the scores' Shape
     if added is not None:
@@ -119,11 +135,10 @@ def _read_core(r: Reading, matmuls, projections, heads, roles, scores) -> Read:
         taken += [added, where, *allowed_nodes]
         current = added.output[0]
     softmax = consumer(r, current, "Softmax")
-    rank = 4 if multi else 3
     if attrs(softmax).get("axis") not in (rank - 1, -1):
         raise r.unreadable(softmax, "the softmax of the scores is over the keys (the last axis)")
     weighted = consumer(r, softmax.output[0], "MatMul")
-    if weighted.input[1] != heads[v][1]:
+    if weighted.input[1] != values:
         raise r.unreadable(weighted, "the weights must multiply the values")
     taken += [softmax, weighted]
     current = weighted.output[0]
@@ -135,25 +150,20 @@ def _read_core(r: Reading, matmuls, projections, heads, roles, scores) -> Read:
             raise r.unreadable(answered, "a query with no key left is zeroed by the keys it sees")
         taken += [seen, any_key, answered]
         current = answered.output[0]
-    slots = {}
-    for name, index in zip(("query", "key", "value"), roles):
-        slots[f"{name}_weight"] = projections[index][1]["weight"]
-        slots[f"{name}_bias"] = projections[index][1]["bias"]
-    if not multi:
-        spec = Attention(causal=causal)
-    else:
-        turn = consumer(r, current, "Transpose")
-        join = consumer(r, turn.output[0], "Reshape")
-        out = consumer(r, join.output[0], "MatMul")
-        bias_add = consumer(r, out.output[0], "Add")
-        slots["output_weight"] = r.need_constant(out, 1, "output kernel")
-        slots["output_bias"] = r.view.constant(other_input(bias_add, out.output[0]))
-        if perm_of(turn) != [0, 2, 1, 3] or constant_list(r, join.input[1]) != [0, 0, width] \
-                or slots["output_bias"] is None:
-            raise r.unreadable(turn, "the heads are joined by Transpose [0, 2, 1, 3] and Reshape "
-                                     "[0, 0, width], then the output projection")
-        taken += [turn, join, out, bias_add]
-        current = bias_add.output[0]
-        spec = MultiHeadAttention(heads=head_count, width=width, causal=causal)
-    return Read(current, taken, [spec], [slots])
+    return current, causal
 
+
+def _output_projection(r: Reading, current: str, width: int, slots: dict, taken: list) -> str:
+    """The heads joined (Transpose, Reshape) and the output projection (MatMul, Add)."""
+    turn = consumer(r, current, "Transpose")
+    join = consumer(r, turn.output[0], "Reshape")
+    out = consumer(r, join.output[0], "MatMul")
+    bias_add = consumer(r, out.output[0], "Add")
+    slots["output_weight"] = r.need_constant(out, 1, "output kernel")
+    slots["output_bias"] = r.view.constant(other_input(bias_add, out.output[0]))
+    if perm_of(turn) != [0, 2, 1, 3] or constant_list(r, join.input[1]) != [0, 0, width] \
+            or slots["output_bias"] is None:
+        raise r.unreadable(turn, "the heads are joined by Transpose [0, 2, 1, 3] and Reshape "
+                                 "[0, 0, width], then the output projection")
+    taken += [turn, join, out, bias_add]
+    return bias_add.output[0]

@@ -22,7 +22,6 @@ is the state after step 0), as ONNX's `sequence_lens` and PyTorch's packed serie
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
 from deepsharp.errors import OpError
 from deepsharp.tensors.primitives import primitive
@@ -115,6 +114,50 @@ def _gradient_of_outputs(dy: np.ndarray, active) -> np.ndarray | None:
     return dy_t if active is None else dy_t * active
 
 
+def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> np.ndarray:
+    """The gradients of every step's gate pre-activations (steps, batch, 4, H), inside order
+    o, i, f, g, walking the steps back from the last one read."""
+    steps, batch, hidden = cs.shape
+    three = 3 * hidden
+    zero = np.zeros((batch, hidden), cs.dtype)
+    dgates = np.empty((steps, batch, 4, hidden), cs.dtype)
+    sig = np.empty((batch, three), cs.dtype)
+    cell = np.empty((batch, hidden), cs.dtype)
+    tg = np.empty((batch, hidden), cs.dtype)
+    for t in reversed(_order(steps, reverse)):
+        a = acts[t]
+        o, i, f, g = a[:, :hidden], a[:, hidden:2 * hidden], a[:, 2 * hidden:three], a[:, three:]
+        d = dgates[t]
+        if dy_t is not None:
+            dh += dy_t[t]
+        np.multiply(a[:, :three], a[:, :three], out=sig)   # sigmoid' = s - s^2 (o, i, f)
+        np.subtract(a[:, :three], sig, out=sig)
+        np.multiply(dh, tcs[t], out=d[:, 0])
+        d[:, 0] *= sig[:, :hidden]
+        np.multiply(tcs[t], tcs[t], out=cell)               # dc += dh o (1 - tanh(c)^2)
+        np.subtract(1, cell, out=cell)
+        cell *= o
+        cell *= dh
+        dc_total = np.add(dc, cell, out=cell)
+        np.multiply(dc_total, g, out=d[:, 1])
+        d[:, 1] *= sig[:, hidden:2 * hidden]
+        np.multiply(dc_total, _previous(cs, t, reverse, zero), out=d[:, 2])
+        d[:, 2] *= sig[:, 2 * hidden:]
+        np.multiply(g, g, out=tg)                           # tanh' = 1 - g^2
+        np.subtract(1, tg, out=tg)
+        tg *= i
+        np.multiply(dc_total, tg, out=d[:, 3])
+        back = d.reshape(batch, 4 * hidden) @ w_hh_t
+        if active is None:
+            dc = dc_total * f
+            dh = back
+        else:  # a skipped step makes no gates and passes the state's gradients on
+            d *= active[t][:, :, None]
+            dc = np.where(active[t] > 0, dc_total * f, dc)
+            dh = np.where(active[t] > 0, back, dh)
+    return dgates
+
+
 @primitive("lstm", outputs=3)
 class Lstm:
     def forward(x, weight_ih, weight_hh, bias_ih, bias_hh, lengths=None, *, reverse):
@@ -155,47 +198,10 @@ class Lstm:
         dy, dh_last, dc_last = grads
         xt, acts, hs, cs, tcs, active = saved
         steps, batch, hidden = hs.shape
-        three = 3 * hidden
         w_hh_t = np.ascontiguousarray(_blocks(weight_hh, _LSTM_INSIDE, 4).T)
-        dy_t = _gradient_of_outputs(dy, active)
-        zero = np.zeros((batch, hidden), x.dtype)
-        dgates = np.empty((steps, batch, 4, hidden), x.dtype)  # inside order o, i, f, g
-        sig = np.empty((batch, three), x.dtype)
-        cell = np.empty((batch, hidden), x.dtype)
-        tg = np.empty((batch, hidden), x.dtype)
-        dh = dh_last.astype(x.dtype, copy=True)
-        dc = dc_last.astype(x.dtype, copy=True)
-        for t in reversed(_order(steps, reverse)):
-            a = acts[t]
-            o, i, f, g = a[:, :hidden], a[:, hidden:2 * hidden], a[:, 2 * hidden:three], a[:, three:]
-            d = dgates[t]
-            if dy_t is not None:
-                dh += dy_t[t]
-            np.multiply(a[:, :three], a[:, :three], out=sig)   # sigmoid' = s - s^2 (o, i, f)
-            np.subtract(a[:, :three], sig, out=sig)
-            np.multiply(dh, tcs[t], out=d[:, 0])
-            d[:, 0] *= sig[:, :hidden]
-            np.multiply(tcs[t], tcs[t], out=cell)               # dc += dh o (1 - tanh(c)^2)
-            np.subtract(1, cell, out=cell)
-            cell *= o
-            cell *= dh
-            dc_total = np.add(dc, cell, out=cell)
-            np.multiply(dc_total, g, out=d[:, 1])
-            d[:, 1] *= sig[:, hidden:2 * hidden]
-            np.multiply(dc_total, _previous(cs, t, reverse, zero), out=d[:, 2])
-            d[:, 2] *= sig[:, 2 * hidden:]
-            np.multiply(g, g, out=tg)                           # tanh' = 1 - g^2
-            np.subtract(1, tg, out=tg)
-            tg *= i
-            np.multiply(dc_total, tg, out=d[:, 3])
-            back = d.reshape(batch, 4 * hidden) @ w_hh_t
-            if active is None:
-                dc = dc_total * f
-                dh = back
-            else:  # a skipped step makes no gates and passes the state's gradients on
-                d *= active[t][:, :, None]
-                dc = np.where(active[t] > 0, dc_total * f, dc)
-                dh = np.where(active[t] > 0, back, dh)
+        dgates = _lstm_through_time(acts, cs, tcs, _gradient_of_outputs(dy, active), active,
+                                    dh_last.astype(x.dtype, copy=True),
+                                    dc_last.astype(x.dtype, copy=True), w_hh_t, reverse)
         flat = dgates.reshape(steps * batch, 4 * hidden)
         # dgates is the gradient of the true pre-activations: it goes back through the kernels
         # as they are, not as halved for the forward's tanh
@@ -206,6 +212,46 @@ class Lstm:
                         _LSTM_OUTSIDE, 4)
         db = _blocks(flat.sum(axis=0), _LSTM_OUTSIDE, 4)
         return (dx, dw_ih, dw_hh, db, db.copy()) + ((None,) if lengths is not None else ())
+
+
+def _gru_through_time(rzn, hn, hs, dy_t, active, dh, w_hh_t, reverse):
+    """The gradients of every step's input products (x W_ih + b_ih) and state products
+    (h W_hh + b_hh), (steps, batch, 3H) each, walking the steps back from the last one read."""
+    steps, batch, hidden = hs.shape
+    two = 2 * hidden
+    zero = np.zeros((batch, hidden), hs.dtype)
+    dx_gates = np.empty((steps, batch, 3 * hidden), hs.dtype)
+    dh_gates = np.empty((steps, batch, 3 * hidden), hs.dtype)
+    sig = np.empty((batch, two), hs.dtype)
+    tn = np.empty((batch, hidden), hs.dtype)
+    dz = np.empty((batch, hidden), hs.dtype)
+    for t in reversed(_order(steps, reverse)):
+        a = rzn[t]
+        r, z, n = a[:, :hidden], a[:, hidden:two], a[:, two:]
+        if dy_t is not None:
+            dh += dy_t[t]
+        np.multiply(a[:, :two], a[:, :two], out=sig)      # sigmoid' = s - s^2 (r, z)
+        np.subtract(a[:, :two], sig, out=sig)
+        np.multiply(n, n, out=tn)                         # dn = dh (1 - z) (1 - n^2)
+        np.subtract(1, tn, out=tn)
+        dn = np.subtract(dh, dh * z, out=dx_gates[t, :, two:])
+        dn *= tn
+        np.multiply(dn, hn[t], out=dx_gates[t, :, :hidden])  # dr = dn (h W_hn + b_hn) r'
+        dx_gates[t, :, :hidden] *= sig[:, :hidden]
+        np.subtract(_previous(hs, t, reverse, zero), n, out=dz)  # dz = dh (h - n) z'
+        dz *= dh
+        np.multiply(dz, sig[:, hidden:], out=dx_gates[t, :, hidden:two])
+        dh_gates[t, :, :two] = dx_gates[t, :, :two]
+        np.multiply(dn, r, out=dh_gates[t, :, two:])
+        back = dh_gates[t] @ w_hh_t
+        back += dh * z
+        if active is None:
+            dh = back
+        else:  # a skipped step makes no gates and passes the state's gradient on
+            dx_gates[t] *= active[t]
+            dh_gates[t] *= active[t]
+            dh = np.where(active[t] > 0, back, dh)
+    return dx_gates, dh_gates
 
 
 @primitive("gru", outputs=2)
@@ -254,44 +300,9 @@ class Gru:
         dy, dh_last = grads
         xt, rzn, hn, hs, active = saved
         steps, batch, hidden = hs.shape
-        two = 2 * hidden
-        dy_t = _gradient_of_outputs(dy, active)
-        zero = np.zeros((batch, hidden), x.dtype)
-        dx_gates = np.empty((steps, batch, 3 * hidden), x.dtype)  # d(x W_ih + b_ih)
-        dh_gates = np.empty((steps, batch, 3 * hidden), x.dtype)  # d(h W_hh + b_hh)
-        sig = np.empty((batch, two), x.dtype)
-        tn = np.empty((batch, hidden), x.dtype)
-        dz = np.empty((batch, hidden), x.dtype)
-        dh = dh_last.astype(x.dtype, copy=True)
-        w_hh_t = np.ascontiguousarray(weight_hh.T)
-        for t in reversed(_order(steps, reverse)):
-            a = rzn[t]
-            r, z, n = a[:, :hidden], a[:, hidden:two], a[:, two:]
-            if dy_t is not None:
-                dh += dy_t[t]
-            np.multiply(a[:, :two], a[:, :two], out=sig)      # sigmoid' = s - s^2 (r, z)
-            np.subtract(a[:, :two], sig, out=sig)
-            np.multiply(n, n, out=tn)                         # dn = dh (1 - z) (1 - n^2)
-            np.subtract(1, tn, out=tn)
-            dn = np.subtract(dh, dh * z, out=dx_gates[t, :, two:])
-            dn *= tn
-            np.multiply(dn, hn[t], out=dx_gates[t, :, :hidden])  # dr = dn (h W_hn + b_hn) r'
-            dx_gates[t, :, :hidden] *= sig[:, :hidden]
-            np.subtract(_previous(hs, t, reverse, zero), n, out=dz)  # dz = dh (h - n) z'
-            dz *= dh
-            np.multiply(dz, sig[:, hidden:], out=dx_gates[t, :, hidden:two])
-            dh_gates[t, :, :two] = dx_gates[t, :, :two]
-            np.multiply(dn, r, out=dh_gates[t, :, two:])
-            back = dh_gates[t] @ w_hh_t
-            if active is None:
-                back += dh * z
-                dh = back
-            else:
-                real = active[t] > 0
-                dx_gates[t] *= active[t]
-                dh_gates[t] *= active[t]
-                back += dh * z
-                dh = np.where(real, back, dh)
+        dx_gates, dh_gates = _gru_through_time(rzn, hn, hs, _gradient_of_outputs(dy, active),
+                                               active, dh_last.astype(x.dtype, copy=True),
+                                               np.ascontiguousarray(weight_hh.T), reverse)
         fx = dx_gates.reshape(steps * batch, 3 * hidden)
         fh = dh_gates.reshape(steps * batch, 3 * hidden)
         dx = (fx @ weight_ih.T).reshape(steps, batch, -1).transpose(1, 0, 2)
