@@ -127,3 +127,19 @@ def test_with_low_rank_refusals():
         network.with_low_rank(2, on=[])
     with pytest.raises(SpecError, match="place 'x.1' is not a place in a stack"):
         network.with_low_rank(2, on=["x.1"])
+
+
+def test_nested_stacks_save_and_load(tmp_path):
+    from deepsharp import load
+
+    spec = (Sequential().embedding(20, 4, padding_index=0)
+            .residual(Sequential().lstm(4, return_sequences=True).dropout(0.1))
+            .concat(Sequential(), Sequential().multi_head_attention(2, 4).gaussian_noise(0.1))
+            .gru(3).dense(2))
+    network = spec.lower(Shape(6), RandomStream(4)).with_low_rank(2, on=["4"])
+    assert Sequential.from_json(network.spec.to_json()) == network.spec
+    network.save(tmp_path / "net.safetensors")
+    loaded = load(tmp_path / "net.safetensors")
+    ids = np.array([[3, 4, 5, 0, 0, 0], [1, 2, 3, 4, 5, 6]])
+    np.testing.assert_array_equal(loaded(ids), network(ids))
+    assert loaded.steps[4].weight.frozen and not loaded.steps[4].lora_a.frozen
