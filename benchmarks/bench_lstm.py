@@ -10,11 +10,11 @@ deepsharp's steps per second over PyTorch's: 1.0 is as fast, 0.5 half as fast.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-STEPS, FEATURES, UNITS, BATCH, BATCHES, ROUNDS = 50, 32, 128, 64, 20, 7
+from side_by_side import print_table, side_by_side
+
+STEPS, FEATURES, UNITS, BATCH, BATCHES = 50, 32, 128, 64, 20
 
 
 def _data() -> tuple[np.ndarray, np.ndarray]:
@@ -73,32 +73,6 @@ def torch_epoch():
         return float(loss.detach())
 
     return epoch
-
-
-def side_by_side(name: str, ours, theirs, steps: int, rounds: int = ROUNDS) -> list[dict]:
-    """Alternate the two trainers `rounds` times; keep each one's best epoch."""
-    trainers = {"deepsharp": ours(), "pytorch": theirs()}
-    for train in trainers.values():
-        train()  # warm up (allocations, BLAS threads)
-    best = {label: float("inf") for label in trainers}
-    for _ in range(rounds):
-        for label, train in trainers.items():
-            started = time.perf_counter()
-            train()
-            best[label] = min(best[label], time.perf_counter() - started)
-    rows = [{"benchmark": name, "framework": label, "seconds_per_step": seconds / steps,
-             "steps_per_second": steps / seconds} for label, seconds in best.items()]
-    ratio = rows[1]["seconds_per_step"] / rows[0]["seconds_per_step"]
-    for row in rows:
-        row["ratio_to_pytorch"] = ratio if row["framework"] == "deepsharp" else 1.0
-    return rows
-
-
-def print_table(rows: list[dict]) -> None:
-    print(f"{'benchmark':<14}{'framework':<11}{'ms/step':>9}{'steps/s':>10}{'ratio':>8}")
-    for row in rows:
-        print(f"{row['benchmark']:<14}{row['framework']:<11}{row['seconds_per_step'] * 1e3:>9.2f}"
-              f"{row['steps_per_second']:>10.1f}{row['ratio_to_pytorch']:>8.2f}")
 
 
 def main() -> list[dict]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench_lstm import print_table, side_by_side
+from side_by_side import print_table, side_by_side
 
 TOKENS, VOCABULARY, WIDTH, HEADS, FEED, CLASSES, BATCH, BATCHES = 64, 1000, 128, 4, 512, 2, 32, 16
 
