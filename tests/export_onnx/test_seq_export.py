@@ -75,8 +75,15 @@ CASES = [
     ("nested-training-only", Sequential().dropout(0.1).residual(
         Sequential().dense(4).dropout(0.2).gaussian_noise(0.1).relu().residual(
             Sequential().gaussian_noise(0.3).dense(4)))
-     .concat(Sequential().dropout(0.5), Sequential().gaussian_noise(0.2).dense(2)), Shape(4),
-     None, {"gradients": False}),
+     .concat(Sequential().dropout(0.5), Sequential().gaussian_noise(0.2).dense(2))
+     .residual(Sequential().dropout(0.3))          # written as Add(x, x)
+     .concat(Sequential(), Sequential()),          # written as Concat(x, x)
+     Shape(4), None, {"gradients": False}),
+    ("opset-20-axes-as-inputs", Sequential().embedding(VOCABULARY, 4, padding_index=PAD)
+     .multi_head_attention(2, 4, causal=True).dense(6).gelu().lstm(3, return_sequences=True)
+     .gru(2), IDS, ids_batch, {}),
+    ("opset-20-masking", Sequential().masking(0.0).gelu().lstm(3), SERIES, padded_series,
+     {"gradients": False}),
     ("low-rank-dense", Sequential().low_rank_dense(3, 2, alpha=3.0).low_rank_dense(2, 1),
      SERIES, None, {}),
 ]
@@ -110,6 +117,16 @@ def test_recurrent_layers_are_one_node_each_with_both_directions():
     assert _inputs_and_outputs(report) == (["batch", "steps"], ["batch", 1])
 
 
+def test_newer_operator_sets_take_axes_as_inputs():
+    report = check_layer(Sequential().embedding(VOCABULARY, 4, padding_index=PAD).gelu()
+                         .multi_head_attention(2, 4).lstm(2), IDS, make_batch=ids_batch,
+                         gradients=False, train_again=False)
+    assert report.opset == 20
+    for node in report.model.graph.node:
+        if node.op_type in ("Unsqueeze", "ReduceSum", "ReduceMax"):
+            assert not any(a.name == "axes" for a in node.attribute) and len(node.input) == 2
+
+
 def test_gru_is_written_with_linear_before_reset():
     report = check_layer(Sequential().gru(2), SERIES, gradients=False, train_again=False)
     gru = next(n for n in report.model.graph.node if n.op_type == "GRU")
@@ -134,11 +151,17 @@ def test_series_keep_symbolic_steps():
     assert _inputs_and_outputs(report) == (["batch", "steps", 4], ["batch", "steps", 4])
 
 
+def _norm() -> Sequential:
+    """A pre-norm block's layer norm once the normalisation layers are merged in (`layer_norm`
+    belongs to that family); until then the block is written without it."""
+    return Sequential().layer_norm() if hasattr(Sequential, "layer_norm") else Sequential()
+
+
 def test_transformer_encoder_block_and_text_classifier():
-    """The encoder block of the docs, without its layer norms (layer_norm is another layer
-    family's): residual attention, residual feed-forward, then a GRU reads the tokens."""
-    block = (Sequential().residual(Sequential().multi_head_attention(2, 8))
-             .residual(Sequential().dense(16).gelu().dense(8)))
+    """The encoder block of the docs: residual (layer norm, attention), residual (layer norm,
+    feed-forward), twice, then a GRU reads the tokens up to their length."""
+    block = (Sequential().residual(_norm().multi_head_attention(2, 8))
+             .residual(_norm().dense(16).gelu().dense(8)))
     spec = (Sequential().embedding(VOCABULARY, 8, padding_index=PAD).sine_positions()
             .then(block).then(block).gru(6).dense(3))
     report = check_layer(spec, IDS, make_batch=ids_batch, lengths=LENGTHS, loss=CrossEntropy())
