@@ -1,33 +1,36 @@
 """Run every benchmarks/bench_*.py side by side with PyTorch on this CPU and print the ratios.
 
-`make bench` (installs the pinned CPU build of torch first). Speed is measured here, never asserted
-in a test.
+    .venv/bin/python benchmarks/run.py [name ...]      # e.g. `lstm transformer`; all by default
+
+`make bench` installs the pinned CPU build of torch first. Speed is measured here, never asserted in
+a test. Each bench module has `main() -> list[dict]`.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 from pathlib import Path
 
+HERE = Path(__file__).resolve().parent
 
-def main() -> int:
-    here = Path(__file__).resolve().parent
-    sys.path.insert(0, str(here.parent))
-    rows = []
-    for path in sorted(here.glob("bench_*.py")):
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        print(f"== {path.stem}")
-        rows += module.main()
+
+def main(names: list[str]) -> list[dict]:
+    sys.path[:0] = [str(HERE), str(HERE.parent)]
+    rows: list[dict] = []
+    for path in sorted(HERE.glob("bench_*.py")):
+        name = path.stem[len("bench_"):]
+        if names and name not in names:
+            continue
+        print(f"== {name}", flush=True)
+        rows += importlib.import_module(path.stem).main()
     if rows:
         print("\nsummary")
         for row in rows:
             print("  " + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                                    for k, v in row.items()))
-    return 0
+    return rows
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(sys.argv[1:])

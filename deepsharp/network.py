@@ -43,6 +43,13 @@ class Network(Module):
         steps = self.steps
         return steps[-1].output_shape if steps else self.input_shape
 
+    def with_low_rank(self, rank: int, on: Sequence[str], **options: Any) -> "Network":
+        """A new network whose dense layers at places `on` are frozen with a trained low-rank
+        pair beside each (LoRA); see `deepsharp.layers.low_rank.with_low_rank`."""
+        from deepsharp.layers.low_rank import with_low_rank
+
+        return with_low_rank(self, rank, on, **options)
+
     def with_features(self, features: Sequence[str] | None) -> "Network":
         object.__setattr__(self, "features", tuple(features) if features else None)
         return self
@@ -62,7 +69,10 @@ class Network(Module):
             check(x._data)
         expected = self.input_shape
         received = x.shape[1:]
-        if len(received) != expected.rank or (expected.rank and received[-1] != expected[-1]):
+        steps = self.steps
+        ids = bool(steps) and steps[0].spec.input_dtype == "int64"  # ids: the last axis is steps
+        if len(received) != expected.rank or (expected.rank and not ids
+                                              and received[-1] != expected[-1]):
             raise ShapeError(f"network input: expected a batch of examples of shape {expected} "
                              f"(batch x {expected}), received an array of shape {x.shape}")
 

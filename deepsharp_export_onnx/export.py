@@ -10,6 +10,7 @@ raised as one `ExportRefused` before a single byte is written.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, BinaryIO, Sequence
 
 import onnx
@@ -17,6 +18,7 @@ from onnx import TensorProto
 
 import deepsharp
 from deepsharp.layers.base import Step
+from deepsharp.layers.composite import walk_specs
 from deepsharp.losses import Loss
 from deepsharp.module import Module
 from deepsharp.network import Network
@@ -35,13 +37,22 @@ META_SHAPE = "deepsharp.example_shape"
 META_TRAINING_ONLY = "deepsharp.training_only"
 
 
-def example_dims(shape: Shape) -> tuple[int | str, ...]:
+def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
     """The graph input's dims: the batch is a symbol; so is a series' length (rank-2 shapes
-    are steps x channels)."""
+    are steps x channels, and a rank-1 shape of int64 ids is a series of steps)."""
     dims: tuple[int | str, ...] = tuple(shape)
     if shape.rank == 2:
         dims = (STEPS, dims[1])
+    elif shape.rank == 1 and ids:
+        dims = (STEPS,)
     return (BATCH, *dims)
+
+
+def keeps_steps(step: Step) -> bool:
+    """Whether the step's output keeps the steps axis of a series: then the mask rides on (the
+    rule of `Step.call`, on the example's shapes)."""
+    inp, out = step.input_shape, step.output_shape
+    return inp.rank >= 2 and out.rank >= 2 and inp[0] == out[0]
 
 
 class OnnxExport:
@@ -112,10 +123,14 @@ class OnnxExport:
             tape.owner = f"{step.place} ({step.kind})"
             x = self.turn(tape, x, entry.order)
             try:
-                x = entry.write(step, x, Writing(tape, step, self))
+                y = entry.write(step, x, Writing(tape, step, self))
             except Refusal as refusal:
                 self._faults.append(f"step {step.place} ({step.spec.describe()}): {refusal}")
                 x = self._stand_in(step, x)
+                continue
+            if y.mask is not None and y.mask == x.mask and not keeps_steps(step):
+                y = replace(y, mask=None)  # the series' steps are gone: so is their mask
+            x = y
         return x
 
     def turn(self, tape: Tape, x: Value, order: Order | None) -> Value:
@@ -146,7 +161,7 @@ class OnnxExport:
         steps = network.steps
         dtype = steps[0].spec.input_dtype if steps else "float32"
         elem = TensorProto.INT64 if dtype == "int64" else TensorProto.FLOAT
-        x = Value(self.input_name, example_dims(self.shape), elem_type=elem)
+        x = Value(self.input_name, example_dims(self.shape, ids=dtype == "int64"), elem_type=elem)
         tape.annotate(x.name, x.dims, elem)
         return x
 
@@ -178,8 +193,8 @@ class OnnxExport:
         if features:
             metadata[META_FEATURES] = json.dumps(list(features))
         metadata[META_SHAPE] = str(self.shape)
-        silent = [{"place": s.place, "layer": s.spec.dump()} for s in network.steps
-                  if s.spec.training_only]
+        silent = [{"place": place, "layer": spec.dump()} for place, spec in walk_specs(network.spec)
+                  if spec.training_only]  # inside composite layers' branches too (3.branch.1)
         if silent:
             metadata[META_TRAINING_ONLY] = json.dumps(silent, sort_keys=True)
         return metadata

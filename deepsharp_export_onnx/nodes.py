@@ -207,3 +207,7 @@ def _slice(emit, inputs, attrs, ranks):
     operands = [emit.constant(label, values) for label, values in
                 (("starts", starts), ("ends", ends), ("axes", axes), ("steps", steps))]
     return emit("Slice", [inputs[0], *operands])
+
+
+# The sequence primitives (embedding, attention, lstm, gru) register themselves here too.
+from deepsharp_export_onnx import sequence_nodes  # noqa: E402,F401

@@ -20,7 +20,9 @@ from typing import Any, BinaryIO
 import numpy as np
 import onnx
 
+from deepsharp.errors import SpecError
 from deepsharp.layers.base import LayerSpec, parse_spec
+from deepsharp.layers.composite import insert_at
 from deepsharp.losses import Loss
 from deepsharp.network import Network
 from deepsharp.random import RandomStream
@@ -29,7 +31,9 @@ from deepsharp.shape import Shape
 from deepsharp_export_onnx.annotations import InputContract, declared_dims
 from deepsharp_export_onnx.errors import ImportRefused
 from deepsharp_export_onnx.export import META_FEATURES, META_SHAPE, META_TRAINING_ONLY
-from deepsharp_export_onnx.reader import FORK_READERS, READERS, GraphView, Read, Reading, Unreadable
+from deepsharp_export_onnx.reader import (
+    FORK_READERS, PATTERN_READERS, READERS, GraphView, Read, Reading, Unreadable,
+)
 from deepsharp_export_onnx.reader.outputs import OUTPUT_READERS
 from layout import Order
 
@@ -73,6 +77,10 @@ def _read_one(consumers: list[onnx.NodeProto], r: Reading) -> Read:
             if read is not None:
                 return read
     node = consumers[0]
+    for pattern_reader in PATTERN_READERS.get(node.op_type, ()):
+        read = pattern_reader(node, r)
+        if read is not None:
+            return read
     reader = READERS.get(node.op_type)
     if reader is None:
         raise Unreadable(f"{GraphView.label(node)}: no reader for op type {node.op_type}; "
@@ -143,16 +151,52 @@ class OnnxFile:
 
     @staticmethod
     def _training_only(view: GraphView, specs: list[LayerSpec], slots: list[dict]):
-        """Put back the layers that act only in training, at the places they held."""
+        """Put back the layers that act only in training, at the places they held: a place in a
+        composite layer's branch (`3.branch.1`) goes into that branch, and the branch's later
+        slots move along. Shallower places first, each stack's in increasing order, so every
+        place names a position in the finished stack."""
         if META_TRAINING_ONLY not in view.metadata:
             return specs, slots
         specs, slots = list(specs), list(slots)
-        for entry in sorted(json.loads(view.metadata[META_TRAINING_ONLY]),
-                            key=lambda e: int(e["place"])):
-            place = int(entry["place"])
-            if place > len(specs):
-                raise ImportRefused([f"metadata {META_TRAINING_ONLY}: place {place} is beyond the "
-                                     f"{len(specs)} layers read"])
-            specs.insert(place, parse_spec(entry["layer"]))
-            slots.insert(place, {})
+        entries = json.loads(view.metadata[META_TRAINING_ONLY])
+        for entry in sorted(entries, key=lambda e: _place_key(str(e["place"]))):
+            place, spec = str(entry["place"]), parse_spec(entry["layer"])
+            top, _, inner = place.partition(".")
+            index = int(top)
+            if not inner:
+                if index > len(specs):
+                    raise ImportRefused([f"metadata {META_TRAINING_ONLY}: place {place} is beyond "
+                                         f"the {len(specs)} layers read"])
+                specs.insert(index, spec)
+                slots.insert(index, {})
+                continue
+            if index >= len(specs):
+                raise ImportRefused([f"metadata {META_TRAINING_ONLY}: place {place} is in layer "
+                                     f"{index}, beyond the {len(specs)} layers read"])
+            try:
+                stack = insert_at(Sequential(layers=(specs[index],)), f"0.{inner}", spec)
+            except SpecError as error:
+                raise ImportRefused([f"metadata {META_TRAINING_ONLY}: {error}"]) from None
+            specs[index] = stack[0]
+            slots[index] = _shift_slots(slots[index], inner)
         return specs, slots
+
+
+def _place_key(place: str) -> tuple:
+    parts = place.split(".")
+    return (len(parts), tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts))
+
+
+def _shift_slots(slots: dict[str, np.ndarray], inner: str) -> dict[str, np.ndarray]:
+    """A composite's slots (`branch.2.weight`) after a layer is inserted at `inner`
+    (`branch.1`): every slot of that branch at or after the position moves one on."""
+    parent, _, position = inner.rpartition(".")
+    prefix, at = f"{parent}.", int(position)
+    shifted = {}
+    for path, value in slots.items():
+        if path.startswith(prefix):
+            head, _, rest = path[len(prefix):].partition(".")
+            if head.isdigit() and int(head) >= at:
+                path = f"{prefix}{int(head) + 1}.{rest}"
+        shifted[path] = value
+    return shifted

@@ -15,3 +15,18 @@ __all__ = [
     "gemm_to_dense_kernel", "matmul_to_dense_kernel", "permute_dims", "to_channels_first",
     "to_channels_last", "torch_to_dense_kernel",
 ]
+from layout.recurrent import (  # noqa: E402
+    GRU_GATES, GRU_GATES_ONNX, LSTM_GATES, LSTM_GATES_ONNX, gru_biases_to_onnx,
+    gru_kernel_to_onnx, kernels_to_torch_in_projection, lstm_biases_to_onnx,
+    lstm_kernel_to_onnx, onnx_to_gru_biases, onnx_to_gru_kernel, onnx_to_lstm_biases,
+    onnx_to_lstm_kernel, recurrent_kernel_to_torch, reorder_gates, torch_in_projection_to_kernels,
+    torch_to_recurrent_kernel,
+)
+
+__all__ += [
+    "GRU_GATES", "GRU_GATES_ONNX", "LSTM_GATES", "LSTM_GATES_ONNX", "gru_biases_to_onnx",
+    "gru_kernel_to_onnx", "kernels_to_torch_in_projection", "lstm_biases_to_onnx",
+    "lstm_kernel_to_onnx", "onnx_to_gru_biases", "onnx_to_gru_kernel", "onnx_to_lstm_biases",
+    "onnx_to_lstm_kernel", "recurrent_kernel_to_torch", "reorder_gates",
+    "torch_in_projection_to_kernels", "torch_to_recurrent_kernel",
+]

@@ -47,11 +47,13 @@ class Lowering:
 class Flow:
     """What passes between steps: the values and, for series, which steps are real.
 
-    `mask` is a bool array (batch, steps) or None; a step that keeps the steps axis passes it on.
+    `mask` is a bool tensor (batch, steps) or None; a step that keeps the steps axis passes it on.
+    It is a tensor made by primitives from the input (not a numpy array) so that a tracer records
+    how it is computed instead of freezing one batch's mask into the graph.
     """
 
     value: Tensor
-    mask: np.ndarray | None = None
+    mask: Tensor | None = None
 
 
 class LayerSpec(BaseModel):
@@ -150,8 +152,10 @@ def _make_verb(cls: type[LayerSpec]) -> Callable[..., Any]:
         except TypeError as error:
             raise SpecError(f"{cls.kind}: {error}") from None
         bound.apply_defaults()
+        if factory is not None:  # by position and keyword, so a `from_verb(*branches)` works
+            return self._append(factory(*bound.args[1:], **bound.kwargs))
         values = dict(list(bound.arguments.items())[1:])
-        spec = factory(**values) if factory is not None else make_spec(cls, cls.kind, **values)
+        spec = make_spec(cls, cls.kind, **values)
         return self._append(spec)
 
     verb.__name__ = verb.__qualname__ = cls.kind

@@ -1,10 +1,13 @@
 """Importing this package registers every reader (one module per op family)."""
 
 from deepsharp_export_onnx.reader import activations, dense, outputs  # noqa: F401
+from deepsharp_export_onnx.reader import attention, sequences  # noqa: F401
+from deepsharp_export_onnx.reader import composite  # noqa: F401  (its fork reader goes last)
 from deepsharp_export_onnx.reader.base import (
-    FORK_READERS, READERS, Read, Reading, Unreadable, reads, reads_fork,
+    FORK_READERS, PATTERN_READERS, READERS, Read, Reading, Unreadable, reads, reads_fork,
+    reads_pattern,
 )
 from deepsharp_export_onnx.reader.view import GraphView
 
-__all__ = ["FORK_READERS", "GraphView", "READERS", "Read", "Reading", "Unreadable", "reads",
-           "reads_fork"]
+__all__ = ["FORK_READERS", "GraphView", "PATTERN_READERS", "READERS", "Read", "Reading",
+           "Unreadable", "reads", "reads_fork", "reads_pattern"]

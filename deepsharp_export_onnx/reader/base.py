@@ -74,6 +74,23 @@ def reads(*op_types: str) -> Callable[[Reader], Reader]:
     return register
 
 
+PatternReader = Callable[[onnx.NodeProto, Reading], "Read | None"]
+PATTERN_READERS: dict[str, list[PatternReader]] = {}
+
+
+def reads_pattern(*op_types: str) -> Callable[[PatternReader], PatternReader]:
+    """Register a reader tried, before the table's reader for the op type, on a node that starts
+    a pattern (a Transpose into an LSTM, a Slice of columns); it returns None when the nodes are
+    not its pattern, so several layers can start with the same op type."""
+
+    def register(fn: PatternReader) -> PatternReader:
+        for op in op_types:
+            PATTERN_READERS.setdefault(op, []).append(fn)
+        return fn
+
+    return register
+
+
 def reads_fork(fn: ForkReader) -> ForkReader:
     """Register a reader tried when a value is read by several nodes (a residual, a SiLU)."""
     FORK_READERS.append(fn)

@@ -12,6 +12,7 @@ from onnx.reference import ReferenceEvaluator
 from deepsharp.losses import Loss
 from deepsharp.network import Network
 from deepsharp_export_onnx import OnnxExport, OnnxFile, check_annotations
+from tests.support.reference_ops import REFERENCE_OPS
 
 
 def ort_session(data: bytes) -> ort.InferenceSession:
@@ -26,8 +27,9 @@ def run_ort(data: bytes, x: np.ndarray, input_name: str = "input") -> np.ndarray
 
 
 def run_reference(model: onnx.ModelProto, x: np.ndarray, input_name: str = "input") -> np.ndarray:
-    """The onnx reference evaluator, checking every shape annotation as values are made."""
-    evaluator = ReferenceEvaluator(model, check_shape_annotations=True)
+    """The onnx reference evaluator, checking every shape annotation as values are made (its LSTM
+    and GRU made to honour sequence_lens: see reference_ops)."""
+    evaluator = ReferenceEvaluator(model, check_shape_annotations=True, new_ops=REFERENCE_OPS)
     return evaluator.run(None, {input_name: x})[0]
 
 

@@ -1,0 +1,85 @@
+"""LSTM benchmark: 50 steps x 32 features -> LSTM 128 -> dense 1, mean squared error, Adam,
+batches of 64: deepsharp and PyTorch (CPU, 2 threads) trained side by side in one run.
+
+    .venv/bin/python benchmarks/bench_lstm.py
+
+Each round trains one epoch of 20 batches with each framework in turn; the best round of each
+is kept (the machine is shared, so the slower rounds measure the neighbours). The ratio is
+deepsharp's steps per second over PyTorch's: 1.0 is as fast, 0.5 half as fast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from side_by_side import print_table, side_by_side
+
+STEPS, FEATURES, UNITS, BATCH, BATCHES = 50, 32, 128, 64, 20
+
+
+def _data() -> tuple[np.ndarray, np.ndarray]:
+    generator = np.random.default_rng(0)
+    x = generator.standard_normal((BATCH * BATCHES, STEPS, FEATURES)).astype(np.float32)
+    y = (x[:, -10:, :4].sum(axis=(1, 2)) / 10).astype(np.float32)[:, None]
+    return x, y
+
+
+def deepsharp_epoch():
+    from deepsharp import Adam, MeanSquaredError, RandomStream, Sequential, Shape
+
+    x, y = _data()
+    network = Sequential().lstm(UNITS).dense(1).lower(Shape(STEPS, FEATURES), RandomStream(0))
+    optimizer = Adam(1e-3)
+    seed = iter(range(10_000))
+
+    def epoch() -> float:
+        history = network.fit(x, y, loss=MeanSquaredError(), optimizer=optimizer, epochs=1,
+                              batch_size=BATCH, seed=next(seed), progress=False)
+        return history[-1]["loss"]
+
+    return epoch
+
+
+def torch_epoch():
+    import torch
+
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    x, y = (torch.from_numpy(a) for a in _data())
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = torch.nn.LSTM(FEATURES, UNITS, batch_first=True)
+            self.dense = torch.nn.Linear(UNITS, 1)
+
+        def forward(self, inputs):
+            _, (h, _) = self.lstm(inputs)
+            return self.dense(h[-1])
+
+    model = Model()
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    loss_fn = torch.nn.MSELoss()
+    generator = torch.Generator().manual_seed(0)
+
+    def epoch() -> float:
+        order = torch.randperm(len(x), generator=generator)
+        for start in range(0, len(x), BATCH):
+            index = order[start:start + BATCH]
+            optimizer.zero_grad()
+            loss = loss_fn(model(x[index]), y[index])
+            loss.backward()
+            optimizer.step()
+        return float(loss.detach())
+
+    return epoch
+
+
+def main() -> list[dict]:
+    rows = side_by_side("lstm", deepsharp_epoch, torch_epoch, BATCHES)
+    print_table(rows)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Transformer block benchmark: 64 tokens of a 1000-word vocabulary, width 128, a pre-norm encoder
+block (layer norm, 4-head self-attention, residual; layer norm, feed-forward 512 GELU, residual),
+mean pool over the tokens, dense 2, cross-entropy, Adam, batches of 32: deepsharp and PyTorch
+(CPU, 2 threads) trained side by side in one run.
+
+    .venv/bin/python benchmarks/bench_transformer.py
+
+deepsharp's model is the layer stack
+
+    embedding(1000, 128)
+      .residual(Sequential().layer_norm().multi_head_attention(4, 128))
+      .residual(Sequential().layer_norm().dense(512).gelu().dense(128))
+      .global_avg_pool().dense(2)
+
+when `layer_norm` and `global_avg_pool` are verbs (they come with the spatial layer family);
+until then it is the same block written as a `deepsharp.Module`, its layer norms written with
+tensor operations. PyTorch's is `nn.TransformerEncoderLayer(norm_first=True, activation="gelu",
+dropout=0)` between the same embedding and head.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from side_by_side import print_table, side_by_side
+
+TOKENS, VOCABULARY, WIDTH, HEADS, FEED, CLASSES, BATCH, BATCHES = 64, 1000, 128, 4, 512, 2, 32, 16
+
+
+def _data() -> tuple[np.ndarray, np.ndarray]:
+    generator = np.random.default_rng(0)
+    ids = generator.integers(0, VOCABULARY, (BATCH * BATCHES, TOKENS))
+    return ids, (ids[:, :8].sum(axis=1) % CLASSES).astype(np.int64)
+
+
+def deepsharp_model():
+    from deepsharp import RandomStream, Sequential, Shape
+
+    random = RandomStream(0)
+    if hasattr(Sequential, "layer_norm") and hasattr(Sequential, "global_avg_pool"):
+        spec = (Sequential().embedding(VOCABULARY, WIDTH)
+                .residual(Sequential().layer_norm().multi_head_attention(HEADS, WIDTH))
+                .residual(Sequential().layer_norm().dense(FEED).gelu().dense(WIDTH))
+                .global_avg_pool().dense(CLASSES))
+        return spec.lower(Shape(TOKENS), random)
+    return EncoderClassifier(random)
+
+
+def layer_norm(x, scale, shift, eps: float = 1e-5):
+    """(x - mean) / sqrt(var + eps) * scale + shift over the last axis, with tensor operations."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    variance = (centred * centred).mean(axis=-1, keepdims=True)
+    return centred / (variance + eps).sqrt() * scale + shift
+
+
+def _encoder_classifier():
+    from deepsharp import Module, Parameter, Sequential, Shape
+
+    class Classifier(Module):
+        def __init__(self, random) -> None:
+            super().__init__()
+            series = Shape(TOKENS, WIDTH)
+            self.embed = Sequential().embedding(VOCABULARY, WIDTH).lower(
+                Shape(TOKENS), random, place="embed.")
+            self.attend = Sequential().multi_head_attention(HEADS, WIDTH).lower(
+                series, random, place="attend.")
+            self.feed = Sequential().dense(FEED).gelu().dense(WIDTH).lower(
+                series, random, place="feed.")
+            self.head = Sequential().dense(CLASSES).lower(Shape(WIDTH), random, place="head.")
+            for name in ("norm1", "norm2"):
+                setattr(self, f"{name}_scale", Parameter(np.ones(WIDTH, np.float32)))
+                setattr(self, f"{name}_shift", Parameter(np.zeros(WIDTH, np.float32)))
+
+        def forward(self, ids):
+            x = self.embed(ids)
+            x = x + self.attend(layer_norm(x, self.norm1_scale, self.norm1_shift))
+            x = x + self.feed(layer_norm(x, self.norm2_scale, self.norm2_shift))
+            return self.head(x.mean(axis=1))
+
+    return Classifier
+
+
+def EncoderClassifier(random):  # noqa: N802 - builds the Module class lazily (deepsharp import)
+    return _encoder_classifier()(random)
+
+
+def deepsharp_epoch():
+    from deepsharp import Adam, CrossEntropy
+
+    x, y = _data()
+    model = deepsharp_model()
+    optimizer = Adam(1e-3)
+    seed = iter(range(10_000))
+
+    def epoch() -> float:
+        history = model.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, epochs=1,
+                            batch_size=BATCH, seed=next(seed), progress=False)
+        return history[-1]["loss"]
+
+    return epoch
+
+
+def torch_epoch():
+    import torch
+
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    x, y = (torch.from_numpy(a) for a in _data())
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Embedding(VOCABULARY, WIDTH)
+            self.block = torch.nn.TransformerEncoderLayer(
+                WIDTH, HEADS, FEED, dropout=0.0, activation="gelu", batch_first=True,
+                norm_first=True)
+            self.head = torch.nn.Linear(WIDTH, CLASSES)
+
+        def forward(self, ids):
+            return self.head(self.block(self.embed(ids)).mean(dim=1))
+
+    model = Model()
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    generator = torch.Generator().manual_seed(0)
+
+    def epoch() -> float:
+        order = torch.randperm(len(x), generator=generator)
+        for start in range(0, len(x), BATCH):
+            index = order[start:start + BATCH]
+            optimizer.zero_grad()
+            loss = loss_fn(model(x[index]), y[index])
+            loss.backward()
+            optimizer.step()
+        return float(loss.detach())
+
+    return epoch
+
+
+def main() -> list[dict]:
+    rows = side_by_side("transformer", deepsharp_epoch, torch_epoch, BATCHES)
+    print_table(rows)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+"""Recurrent primitives: one LSTM or GRU direction over a whole batch of series.
+
+    y, h_last, c_last = apply("lstm", x, weight_ih, weight_hh, bias_ih, bias_hh[, lengths],
+                              reverse=0)
+    y, h_last = apply("gru", x, weight_ih, weight_hh, bias_ih, bias_hh[, lengths], reverse=0)
+
+x is (batch, steps, in); kernels are kept as a dense layer's, inputs by outputs: weight_ih (in, G*H)
+and weight_hh (H, G*H), the G gate blocks side by side in PyTorch's order (LSTM i, f, g, o; GRU
+r, z, n); biases (G*H,). Initial states are zero.
+
+The input's share of every gate, for every step, is one product made before the loop; each step
+then makes one product h @ weight_hh for all its gates. The pass back through time is fused the
+same way: per step one product by weight_hh's transpose; the kernels' gradients are one product
+each over all steps.
+
+`lengths` (int64, (batch,)) says how many leading steps of each series are real: beyond them the
+output is zero and the state is carried unchanged, so `h_last` is the state after the last real
+step (for `reverse=1`, the series is read from its last real step back to its first, and `h_last`
+is the state after step 0), as ONNX's `sequence_lens` and PyTorch's packed series have it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deepsharp.errors import OpError
+from deepsharp.tensors.primitives import primitive
+
+# Inside the LSTM kernel the gates are held (o, i, f, g): the three sigmoid gates are one
+# contiguous block, and the three gates the cell's gradient reaches (i, f, g) another.
+_LSTM_INSIDE = np.array([3, 0, 1, 2])  # ours (i, f, g, o) -> inside (o, i, f, g), by block
+_LSTM_OUTSIDE = np.argsort(_LSTM_INSIDE)
+
+# sigmoid(z) = (1 + tanh(z / 2)) / 2: one tanh over every gate of a step is several times faster
+# than scipy's expit, and halving the sigmoid gates' columns of the kernels and biases is exact.
+
+
+def _halved(array: np.ndarray, sigmoid_blocks: int, gates: int) -> np.ndarray:
+    """`array` with its first `sigmoid_blocks` gate blocks (last axis) halved."""
+    out = array.copy()
+    out[..., :sigmoid_blocks * (array.shape[-1] // gates)] *= 0.5
+    return out
+
+
+def _sigmoid_from_tanh(block: np.ndarray) -> None:
+    block *= 0.5
+    block += 0.5
+
+
+def _blocks(array: np.ndarray, order: np.ndarray, gates: int) -> np.ndarray:
+    """The gate blocks of the last axis of `array` taken in `order`."""
+    size = array.shape[-1] // gates
+    shaped = array.reshape(*array.shape[:-1], gates, size)
+    return np.ascontiguousarray(shaped[..., order, :]).reshape(array.shape)
+
+
+def _check(name: str, x, weight_ih, weight_hh, bias_ih, bias_hh, gates: int, lengths) -> int:
+    if x.ndim != 3:
+        raise OpError(f"{name}: x must be (batch, steps, in), received shape {x.shape}")
+    hidden = weight_hh.shape[0]
+    expected = {"weight_ih": (x.shape[2], gates * hidden), "weight_hh": (hidden, gates * hidden),
+                "bias_ih": (gates * hidden,), "bias_hh": (gates * hidden,)}
+    for label, array in zip(expected, (weight_ih, weight_hh, bias_ih, bias_hh)):
+        if array.shape != expected[label]:
+            raise OpError(f"{name}: {label} must have shape {expected[label]}, received "
+                          f"{array.shape}")
+    if lengths is not None:
+        if lengths.shape != (x.shape[0],) or lengths.dtype.kind not in "iu":
+            raise OpError(f"{name}: lengths must be integers of shape ({x.shape[0]},), received "
+                          f"{lengths.dtype} {lengths.shape}")
+        if lengths.size and (lengths.min() < 0 or lengths.max() > x.shape[1]):
+            raise OpError(f"{name}: lengths must lie in 0..{x.shape[1]}, received "
+                          f"{lengths.min()}..{lengths.max()}")
+    return hidden
+
+
+def _active(lengths, steps: int, dtype) -> np.ndarray | None:
+    """(steps, batch, 1): 1 where a step is real, else 0; None when every step is."""
+    if lengths is None or (lengths.size and lengths.min() >= steps):
+        return None
+    return (np.arange(steps)[:, None] < lengths[None, :]).astype(dtype)[:, :, None]
+
+
+def _order(steps: int, reverse: int) -> range:
+    return range(steps - 1, -1, -1) if reverse else range(steps)
+
+
+def _time_major(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(1, 0, 2))
+
+
+def _previous(states: np.ndarray, t: int, reverse: int, zero: np.ndarray) -> np.ndarray:
+    """The state step t started from: the one the step before it in reading order left."""
+    before = t + 1 if reverse else t - 1
+    return states[before] if 0 <= before < len(states) else zero
+
+
+def _state_product(states: np.ndarray, grads: np.ndarray, reverse: int) -> np.ndarray:
+    """sum over steps of (state each step started from)^T @ (the step's gate gradients): one
+    product over the steps that started from a state that was not the zero one."""
+    hidden, width = states.shape[-1], grads.shape[-1]
+    if reverse:
+        before, after = states[1:], grads[:-1]
+    else:
+        before, after = states[:-1], grads[1:]
+    return before.reshape(-1, hidden).T @ after.reshape(-1, width)
+
+
+def _gradient_of_outputs(dy: np.ndarray, active) -> np.ndarray | None:
+    """dy time-major (masked), or None when nothing used the outputs (autograd gave zeros)."""
+    if not dy.any():
+        return None
+    dy_t = _time_major(dy)
+    return dy_t if active is None else dy_t * active
+
+
+def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> np.ndarray:
+    """The gradients of every step's gate pre-activations (steps, batch, 4, H), inside order
+    o, i, f, g, walking the steps back from the last one read."""
+    steps, batch, hidden = cs.shape
+    three = 3 * hidden
+    zero = np.zeros((batch, hidden), cs.dtype)
+    dgates = np.empty((steps, batch, 4, hidden), cs.dtype)
+    sig = np.empty((batch, three), cs.dtype)
+    cell = np.empty((batch, hidden), cs.dtype)
+    tg = np.empty((batch, hidden), cs.dtype)
+    for t in reversed(_order(steps, reverse)):
+        a = acts[t]
+        o, i, f, g = a[:, :hidden], a[:, hidden:2 * hidden], a[:, 2 * hidden:three], a[:, three:]
+        d = dgates[t]
+        if dy_t is not None:
+            dh += dy_t[t]
+        np.multiply(a[:, :three], a[:, :three], out=sig)   # sigmoid' = s - s^2 (o, i, f)
+        np.subtract(a[:, :three], sig, out=sig)
+        np.multiply(dh, tcs[t], out=d[:, 0])
+        d[:, 0] *= sig[:, :hidden]
+        np.multiply(tcs[t], tcs[t], out=cell)               # dc += dh o (1 - tanh(c)^2)
+        np.subtract(1, cell, out=cell)
+        cell *= o
+        cell *= dh
+        dc_total = np.add(dc, cell, out=cell)
+        np.multiply(dc_total, g, out=d[:, 1])
+        d[:, 1] *= sig[:, hidden:2 * hidden]
+        np.multiply(dc_total, _previous(cs, t, reverse, zero), out=d[:, 2])
+        d[:, 2] *= sig[:, 2 * hidden:]
+        np.multiply(g, g, out=tg)                           # tanh' = 1 - g^2
+        np.subtract(1, tg, out=tg)
+        tg *= i
+        np.multiply(dc_total, tg, out=d[:, 3])
+        back = d.reshape(batch, 4 * hidden) @ w_hh_t
+        if active is None:
+            dc = dc_total * f
+            dh = back
+        else:  # a skipped step makes no gates and passes the state's gradients on
+            d *= active[t][:, :, None]
+            dc = np.where(active[t] > 0, dc_total * f, dc)
+            dh = np.where(active[t] > 0, back, dh)
+    return dgates
+
+
+@primitive("lstm", outputs=3)
+class Lstm:
+    def forward(x, weight_ih, weight_hh, bias_ih, bias_hh, lengths=None, *, reverse):
+        hidden = _check("lstm", x, weight_ih, weight_hh, bias_ih, bias_hh, 4, lengths)
+        batch, steps, _ = x.shape
+        three = 3 * hidden
+        w_ih = _halved(_blocks(weight_ih, _LSTM_INSIDE, 4), 3, 4)
+        w_hh = _halved(_blocks(weight_hh, _LSTM_INSIDE, 4), 3, 4)
+        xt = _time_major(x)
+        gates = (xt.reshape(steps * batch, -1) @ w_ih).reshape(steps, batch, 4 * hidden)
+        gates += _halved(_blocks(bias_ih + bias_hh, _LSTM_INSIDE, 4), 3, 4)
+        active = _active(lengths, steps, x.dtype)
+        real = None if active is None else active > 0
+        hs = np.empty((steps, batch, hidden), x.dtype)   # the state after each step
+        cs = np.empty((steps, batch, hidden), x.dtype)
+        tcs = np.empty((steps, batch, hidden), x.dtype)  # tanh of each step's new cell
+        h = np.zeros((batch, hidden), x.dtype)
+        c = np.zeros((batch, hidden), x.dtype)
+        for t in _order(steps, reverse):
+            g = gates[t]   # becomes the step's gates: o, i, f (sigmoid) and g (tanh)
+            g += h @ w_hh
+            np.tanh(g, out=g)
+            _sigmoid_from_tanh(g[:, :three])
+            c_new = np.multiply(g[:, 2 * hidden:three], c, out=cs[t])
+            c_new += g[:, hidden:2 * hidden] * g[:, three:]
+            np.tanh(c_new, out=tcs[t])
+            h_new = np.multiply(g[:, :hidden], tcs[t], out=hs[t])
+            if real is not None:  # a step beyond the series' length leaves the state as it is
+                np.copyto(h_new, h, where=~real[t])
+                np.copyto(c_new, c, where=~real[t])
+            h, c = h_new, c_new
+        y = hs.transpose(1, 0, 2) if active is None else (hs * active).transpose(1, 0, 2)
+        saved = (xt, gates, hs, cs, tcs, active)
+        return (y, h.copy(), c.copy()), saved
+
+    def backward(grads, saved, x, weight_ih, weight_hh, bias_ih, bias_hh, lengths=None, *,
+                 reverse):
+        dy, dh_last, dc_last = grads
+        xt, acts, hs, cs, tcs, active = saved
+        steps, batch, hidden = hs.shape
+        w_hh_t = np.ascontiguousarray(_blocks(weight_hh, _LSTM_INSIDE, 4).T)
+        dgates = _lstm_through_time(acts, cs, tcs, _gradient_of_outputs(dy, active), active,
+                                    dh_last.astype(x.dtype, copy=True),
+                                    dc_last.astype(x.dtype, copy=True), w_hh_t, reverse)
+        flat = dgates.reshape(steps * batch, 4 * hidden)
+        # dgates is the gradient of the true pre-activations: it goes back through the kernels
+        # as they are, not as halved for the forward's tanh
+        w_ih = _blocks(weight_ih, _LSTM_INSIDE, 4)
+        dx = (flat @ w_ih.T).reshape(steps, batch, -1).transpose(1, 0, 2)
+        dw_ih = _blocks(xt.reshape(steps * batch, -1).T @ flat, _LSTM_OUTSIDE, 4)
+        dw_hh = _blocks(_state_product(hs, dgates.reshape(steps, batch, -1), reverse),
+                        _LSTM_OUTSIDE, 4)
+        db = _blocks(flat.sum(axis=0), _LSTM_OUTSIDE, 4)
+        return (dx, dw_ih, dw_hh, db, db.copy()) + ((None,) if lengths is not None else ())
+
+
+def _gru_through_time(rzn, hn, hs, dy_t, active, dh, w_hh_t, reverse):
+    """The gradients of every step's input products (x W_ih + b_ih) and state products
+    (h W_hh + b_hh), (steps, batch, 3H) each, walking the steps back from the last one read."""
+    steps, batch, hidden = hs.shape
+    two = 2 * hidden
+    zero = np.zeros((batch, hidden), hs.dtype)
+    dx_gates = np.empty((steps, batch, 3 * hidden), hs.dtype)
+    dh_gates = np.empty((steps, batch, 3 * hidden), hs.dtype)
+    sig = np.empty((batch, two), hs.dtype)
+    tn = np.empty((batch, hidden), hs.dtype)
+    dz = np.empty((batch, hidden), hs.dtype)
+    for t in reversed(_order(steps, reverse)):
+        a = rzn[t]
+        r, z, n = a[:, :hidden], a[:, hidden:two], a[:, two:]
+        if dy_t is not None:
+            dh += dy_t[t]
+        np.multiply(a[:, :two], a[:, :two], out=sig)      # sigmoid' = s - s^2 (r, z)
+        np.subtract(a[:, :two], sig, out=sig)
+        np.multiply(n, n, out=tn)                         # dn = dh (1 - z) (1 - n^2)
+        np.subtract(1, tn, out=tn)
+        dn = np.subtract(dh, dh * z, out=dx_gates[t, :, two:])
+        dn *= tn
+        np.multiply(dn, hn[t], out=dx_gates[t, :, :hidden])  # dr = dn (h W_hn + b_hn) r'
+        dx_gates[t, :, :hidden] *= sig[:, :hidden]
+        np.subtract(_previous(hs, t, reverse, zero), n, out=dz)  # dz = dh (h - n) z'
+        dz *= dh
+        np.multiply(dz, sig[:, hidden:], out=dx_gates[t, :, hidden:two])
+        dh_gates[t, :, :two] = dx_gates[t, :, :two]
+        np.multiply(dn, r, out=dh_gates[t, :, two:])
+        back = dh_gates[t] @ w_hh_t
+        back += dh * z
+        if active is None:
+            dh = back
+        else:  # a skipped step makes no gates and passes the state's gradient on
+            dx_gates[t] *= active[t]
+            dh_gates[t] *= active[t]
+            dh = np.where(active[t] > 0, back, dh)
+    return dx_gates, dh_gates
+
+
+@primitive("gru", outputs=2)
+class Gru:
+    """PyTorch's GRU (ONNX's with linear_before_reset=1): r and z from the input's and the state's
+    products, n = tanh(x W_in + b_in + r * (h W_hn + b_hn)), h' = (1 - z) n + z h."""
+
+    def forward(x, weight_ih, weight_hh, bias_ih, bias_hh, lengths=None, *, reverse):
+        hidden = _check("gru", x, weight_ih, weight_hh, bias_ih, bias_hh, 3, lengths)
+        batch, steps, _ = x.shape
+        two = 2 * hidden
+        w_ih = _halved(weight_ih, 2, 3)
+        w_hh = _halved(weight_hh, 2, 3)
+        b_hh = _halved(bias_hh, 2, 3)
+        xt = _time_major(x)
+        xg = (xt.reshape(steps * batch, -1) @ w_ih).reshape(steps, batch, 3 * hidden)
+        xg += _halved(bias_ih, 2, 3)
+        active = _active(lengths, steps, x.dtype)
+        real = None if active is None else active > 0
+        hs = np.empty((steps, batch, hidden), x.dtype)
+        hn = np.empty((steps, batch, hidden), x.dtype)   # h W_hn + b_hn of each step
+        h = np.zeros((batch, hidden), x.dtype)
+        for t in _order(steps, reverse):
+            gh = h @ w_hh
+            gh += b_hh
+            a = xg[t]   # becomes the step's r, z (sigmoid) and n (tanh)
+            a[:, :two] += gh[:, :two]
+            np.tanh(a[:, :two], out=a[:, :two])
+            _sigmoid_from_tanh(a[:, :two])
+            hn[t] = gh[:, two:]
+            n = a[:, two:]
+            n += a[:, :hidden] * gh[:, two:]
+            np.tanh(n, out=n)
+            h_new = np.subtract(h, n, out=hs[t])
+            h_new *= a[:, hidden:two]
+            h_new += n
+            if real is not None:
+                np.copyto(h_new, h, where=~real[t])
+            h = h_new
+        y = hs.transpose(1, 0, 2) if active is None else (hs * active).transpose(1, 0, 2)
+        saved = (xt, xg, hn, hs, active)
+        return (y, h.copy()), saved
+
+    def backward(grads, saved, x, weight_ih, weight_hh, bias_ih, bias_hh, lengths=None, *,
+                 reverse):
+        dy, dh_last = grads
+        xt, rzn, hn, hs, active = saved
+        steps, batch, hidden = hs.shape
+        dx_gates, dh_gates = _gru_through_time(rzn, hn, hs, _gradient_of_outputs(dy, active),
+                                               active, dh_last.astype(x.dtype, copy=True),
+                                               np.ascontiguousarray(weight_hh.T), reverse)
+        fx = dx_gates.reshape(steps * batch, 3 * hidden)
+        fh = dh_gates.reshape(steps * batch, 3 * hidden)
+        dx = (fx @ weight_ih.T).reshape(steps, batch, -1).transpose(1, 0, 2)
+        dw_ih = xt.reshape(steps * batch, -1).T @ fx
+        dw_hh = _state_product(hs, dh_gates, reverse)
+        return (dx, dw_ih, dw_hh, fx.sum(axis=0), fh.sum(axis=0)) + \
+            ((None,) if lengths is not None else ())
