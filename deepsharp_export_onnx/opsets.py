@@ -47,6 +47,8 @@ _SPECIAL: dict[str, Callable[[dict[str, Any]], int]] = {
     else 8,
     "AveragePool": lambda a: 19 if any(d != 1 for d in a.get("dilations", ()))
     else (10 if a.get("ceil_mode") else 7),
+    # Resize's `axes` (sizes of some axes only) arrived in set 18
+    "Resize": lambda a: 18 if "axes" in a else 11,
 }
 
 # From which set a list attribute becomes an int64 input (at the given input position).

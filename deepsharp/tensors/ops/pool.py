@@ -134,6 +134,25 @@ def adaptive_max_table(length: int, size: int) -> np.ndarray:
     return np.minimum(starts[:, None] + np.arange(widest), (ends - 1)[:, None])
 
 
+def adaptive_avg_flat_matrix(lengths: Sequence[int], sizes: Sequence[int], dtype) -> np.ndarray:
+    """(places, bins): a row of all places (row-major) times it gives every bin's mean."""
+    matrix = np.ones((1, 1), dtype)
+    for n, s in zip(lengths, sizes):
+        matrix = np.kron(matrix, adaptive_avg_matrix(n, s, dtype))
+    return np.ascontiguousarray(matrix.T)
+
+
+def adaptive_max_flat_table(lengths: Sequence[int], sizes: Sequence[int]) -> np.ndarray:
+    """(bins, places per bin): each bin's places in the row of all places (row-major), shorter
+    bins repeating a place."""
+    table = np.zeros((1, 1), np.int64)
+    for n, s in zip(lengths, sizes):
+        axis = adaptive_max_table(n, s)                                  # (s, widest)
+        table = (table[:, None, :, None] * n + axis[None, :, None, :]).reshape(
+            table.shape[0] * s, table.shape[1] * axis.shape[1])
+    return table
+
+
 def along(x: np.ndarray, matrix: np.ndarray, axis: int) -> np.ndarray:
     """`matrix` (out, n) applied to axis `axis` of x: one batched product."""
     moved = np.moveaxis(x, axis, -2)
