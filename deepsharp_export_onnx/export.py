@@ -106,7 +106,8 @@ class OnnxExport:
                     x = self._stand_in(step, x)
                 continue
             tape.owner = f"{step.place} ({step.kind})"
-            x = self.turn(tape, x, entry.order)
+            flat = x.order is Order.FLAT_CHANNELS_FIRST and entry.flat_rows
+            x = self.turn(tape, x, None if flat else entry.order)
             try:
                 x = entry.write(step, x, Writing(tape, step, self, steps[index + 1:]))
             except Refusal as refusal:

@@ -28,7 +28,7 @@ Window = Union[PositiveInt, tuple[PositiveInt, ...]]
 Padding = Union[Literal["valid", "same", "causal"], NonNegativeInt, tuple[NonNegativeInt, ...],
                 tuple[tuple[NonNegativeInt, NonNegativeInt], ...]]
 
-_NAMES = {1: "series", 2: "image", 3: "volume"}
+_NAMES = {1: "a series", 2: "an image", 3: "a volume"}
 _SHAPES = {1: "steps x channels", 2: "height x width x channels",
            3: "depth x height x width x channels"}
 
@@ -56,7 +56,7 @@ def check_padding(value: Any, places: int, causal: bool = True) -> Any:
 def require_places(shape: Shape, places: int) -> None:
     """A windowed layer over `places` axes takes (places..., channels)."""
     if shape.rank != places + 1:
-        raise ShapeError(f"needs a {_NAMES[places]} ({_SHAPES[places]}), received an input of "
+        raise ShapeError(f"needs {_NAMES[places]} ({_SHAPES[places]}), received an input of "
                          f"shape {shape}")
 
 

@@ -18,7 +18,7 @@ from deepsharp.errors import OpError
 from deepsharp.tensors.ops.windows import (
     NOTSET, col2im, crop_places, im2col, output_lengths, pad_places, resolve_pads,
 )
-from deepsharp.tensors.primitives import primitive
+from deepsharp.tensors.primitives import needs_input_grad, primitive
 
 
 def _check(x: np.ndarray, w: np.ndarray, channels_in: int, what: str) -> int:
@@ -37,7 +37,8 @@ class Conv:
     """y[n, o, :] = sum over window offsets k and input channels of
     x_padded[n, o * stride + k * dilation, :] @ w[k] (+ bias), per group of channels.
 
-    x (N, *places, C_in), w (*kernel, C_in / groups, C_out), bias (C_out,) optional.
+    x (N, *places, C_in), w (*kernel, C_in / groups, C_out), bias (C_out,) optional. One im2col
+    copy and one product each way; the bias rides in the product as a column of ones.
     """
 
     def forward(x, w, *bias, strides, dilations, pads, groups=1, auto_pad=NOTSET):
@@ -46,16 +47,20 @@ class Conv:
         pads = resolve_pads(x.shape[1:-1], kernel, strides, dilations, pads, auto_pad)
         out = output_lengths(x.shape[1:-1], kernel, strides, dilations, pads)
         xp = pad_places(x, pads)
-        cols = im2col(xp, out, kernel, strides, dilations)
         c_out = w.shape[-1]
         if groups == 1:
-            y = cols @ w.reshape(-1, c_out)
+            cols = im2col(xp, out, kernel, strides, dilations, ones=bool(bias))
+            w2 = w.reshape(-1, c_out)
+            if bias:
+                w2 = np.concatenate([w2, bias[0].reshape(1, c_out)])
+            y = cols @ w2
         else:
-            cols = _group_cols(cols, int(np.prod(kernel)), groups)
+            cols = _group_cols(im2col(xp, out, kernel, strides, dilations),
+                               int(np.prod(kernel)), groups)
             y = np.matmul(cols, _group_kernel(w, groups))          # (G, M, C_out / G)
             y = y.transpose(1, 0, 2).reshape(-1, c_out)
-        if bias:
-            y += bias[0]
+            if bias:
+                y += bias[0]
         return y.reshape(x.shape[0], *out, c_out), (cols, pads, out, xp.shape)
 
     def backward(grad, saved, x, w, *bias, strides, dilations, pads, groups=1, auto_pad=NOTSET):
@@ -64,20 +69,26 @@ class Conv:
         kernel = w.shape[:nd]
         c_out = w.shape[-1]
         g = grad.reshape(-1, c_out)
+        gb = None
         if groups == 1:
             w2 = w.reshape(-1, c_out)
-            gw = (cols.T @ g).reshape(w.shape)
-            gcols = g @ w2.T
+            gw = cols.T @ g
+            if bias:
+                gw, gb = gw[:-1], gw[-1]
+            gw = gw.reshape(w.shape)
+            gcols = (g @ w2.T) if needs_input_grad(0) else None
         else:
             gg = g.reshape(-1, groups, c_out // groups).transpose(1, 0, 2)  # (G, M, O/G)
             wg = _group_kernel(w, groups)                                    # (G, K*Cg, O/G)
             gw = _ungroup_kernel(np.matmul(cols.transpose(0, 2, 1), gg), w.shape, groups)
-            gcols = _ungroup_cols(np.matmul(gg, wg.transpose(0, 2, 1)), int(np.prod(kernel)))
-        gx = crop_places(col2im(gcols, padded, out, kernel, strides, dilations), pads)
-        grads = (gx, gw)
-        if bias:
-            grads += (g.sum(axis=0),)
-        return grads
+            gcols = (_ungroup_cols(np.matmul(gg, wg.transpose(0, 2, 1)), int(np.prod(kernel)))
+                     if needs_input_grad(0) else None)
+            if bias:
+                gb = np.ones(g.shape[0], g.dtype) @ g
+        gx = None
+        if gcols is not None:
+            gx = crop_places(col2im(gcols, padded, out, kernel, strides, dilations), pads)
+        return (gx, gw) + ((gb,) if bias else ())
 
 
 def _group_cols(cols: np.ndarray, k: int, groups: int) -> np.ndarray:
@@ -147,7 +158,8 @@ class ConvTranspose:
         gw = np.moveaxis(gwt.reshape(c_in, *kernel, c_out), 0, nd)
         grads = (gx, np.ascontiguousarray(gw))
         if bias:
-            grads += (grad.reshape(-1, c_out).sum(axis=0),)
+            g = grad.reshape(-1, c_out)
+            grads += (np.ones(g.shape[0], g.dtype) @ g,)
         return grads
 
 

@@ -52,18 +52,21 @@ class MaxPool:
         xp, best, pads, out = saved
         dilations = dilations or (1,) * len(kernel)
         disjoint = all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel, strides, dilations))
-        gxp = np.zeros(xp.shape, grad.dtype)
-        left = grad.copy()  # the gradient of windows whose max is not yet found
+        covered = disjoint and all(s == k and d == 1 and k * o == n for k, s, d, o, n in zip(
+            kernel, strides, dilations, out, xp.shape[1:-1]))
+        gxp = (np.empty if covered else np.zeros)(xp.shape, grad.dtype)
+        free = np.ones(best.shape, bool)  # windows whose max is not found yet
         count = int(np.prod(kernel))
         for index, offset in enumerate(offsets(kernel)):
             where = offset_slices(offset, out, strides, dilations)
-            hit = xp[where] == best
-            if disjoint:
-                np.multiply(left, hit, out=gxp[where])
-            else:
-                gxp[where] += left * hit
+            hit = np.equal(xp[where], best)
+            np.logical_and(hit, free, out=hit)
             if index < count - 1:
-                left *= ~hit
+                np.logical_xor(free, hit, out=free)
+            if disjoint:
+                np.multiply(grad, hit, out=gxp[where])
+            else:
+                gxp[where] += grad * hit
         return (crop_places(gxp, pads),)
 
 

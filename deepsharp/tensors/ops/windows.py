@@ -99,11 +99,29 @@ def offset_slices(offset: Sequence[int], out: Sequence[int], strides: Sequence[i
 
 
 def im2col(xp: np.ndarray, out: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
-           dilations: Sequence[int]) -> np.ndarray:
-    """The windows as a matrix (N * prod(out), prod(kernel) * C): one copy."""
+           dilations: Sequence[int], ones: bool = False) -> np.ndarray:
+    """The windows as a matrix (N * prod(out), prod(kernel) * C): one copy. With `ones`, a last
+    column of ones: the product by a kernel with the bias as its last row adds the bias, and the
+    gradient of that row (the column's product with the output's gradient) is the bias's."""
     view = windows(xp, out, kernel, strides, dilations)
     rows = view.shape[0] * int(np.prod(out, dtype=np.int64))
-    return view.reshape(rows, -1)
+    if not ones:
+        return view.reshape(rows, -1)
+    width = int(np.prod(view.shape[1 + len(out):], dtype=np.int64))
+    cols = np.empty((rows, width + 1), xp.dtype)
+    cols[:, width] = 1
+    # the first `width` columns seen with the windows' axes (a view: rows split, columns split)
+    item = cols.itemsize
+    inner = view.shape[1 + len(out):]
+    steps = [(width + 1) * item]
+    for size in reversed(view.shape[1:1 + len(out)]):
+        steps.insert(0, steps[0] * size)
+    column_steps = [item]
+    for size in reversed(inner[1:]):
+        column_steps.insert(0, column_steps[0] * size)
+    target = as_strided(cols, view.shape, (*steps, *column_steps))
+    np.copyto(target, view)
+    return cols
 
 
 def col2im(cols: np.ndarray, padded: Sequence[int], out: Sequence[int], kernel: Sequence[int],
