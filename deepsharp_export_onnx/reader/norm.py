@@ -6,7 +6,7 @@ from __future__ import annotations
 import onnx
 
 from deepsharp_export_onnx.reader.base import Read, Reading, reads
-from deepsharp_export_onnx.reader.windows import channels_first, complement32, decimal32, spec_of
+from deepsharp_export_onnx.reader.windows import channels_first, decimal32, spec_of
 from layout import Order
 
 
@@ -46,8 +46,8 @@ def read_batch_norm(node: onnx.NodeProto, r: Reading) -> Read:
     if attrs.get("training_mode", 0) or len(node.output) > 1:
         raise r.unreadable(node, "training mode: a network's graph normalises by running "
                                  "statistics")
-    spec = spec_of(node, r, "batch_norm", eps=decimal32(attrs.get("epsilon", 1e-5)),
-                   momentum=complement32(attrs.get("momentum", 0.9)))
+    # the graph holds no momentum (a training setting): the layer takes PyTorch's 0.1
+    spec = spec_of(node, r, "batch_norm", eps=decimal32(attrs.get("epsilon", 1e-5)))
     slots = _slots(node, r, "weight", "bias", "running_mean", "running_var")
     return Read(node.output[0], [node], [spec], [slots])
 

@@ -8,7 +8,7 @@ import onnx
 
 from deepsharp_export_onnx.reader.base import Read, Reading, reads
 from deepsharp_export_onnx.reader.windows import (
-    channels_first, compact, decimal32, padding_of, spec_of,
+    channels_first, compact, decimal32, padding_of, place_dims, spec_of,
 )
 from layout import Order
 
@@ -67,16 +67,18 @@ def read_resize(node: onnx.NodeProto, r: Reading) -> Read:
                                  f"align_corners")
     mode, corners = found
     scales = _optional(node, r, 2, "scales")
-    sizes = _optional(node, r, 3, "sizes")
     values = {"mode": mode, "align_corners": corners}
-    if scales is not None and scales.size:
-        factors = scales.tolist()
-        if factors[:2] != [1.0, 1.0] or any(f != int(f) or f < 1 for f in factors[2:]):
-            raise r.unreadable(node, f"scales {factors}: upsample scales the places by integers")
+    if scales is None or not scales.size:
+        raise r.unreadable(node, "upsample reads Resize by scales")
+    factors = scales.astype(np.float32).tolist()
+    if factors[:2] != [1.0, 1.0] or min(factors[2:]) < 1:
+        raise r.unreadable(node, f"scales {factors}: upsample scales the places only, up")
+    if all(f == int(f) for f in factors[2:]):
         values["scale"] = compact([int(f) for f in factors[2:]])
-    elif sizes is not None and list(attrs.get("axes", [])) == list(range(2, r.rank)):
-        values["size"] = compact(sizes.tolist())
-    else:
-        raise r.unreadable(node, "upsample reads scales of every axis or the sizes of the place "
-                                 "axes (with `axes`)")
+    else:  # a size: the runtime's length floor(n scale) for the example's places
+        places = place_dims(r)
+        if not all(isinstance(n, int) for n in places):
+            raise r.unreadable(node, f"scales {factors} of places of unknown length")
+        values["size"] = compact([int(np.floor(np.float32(n) * np.float32(f)))
+                                  for n, f in zip(places, factors[2:])])
     return Read(node.output[0], [node], [spec_of(node, r, "upsample", **values)], [{}])

@@ -56,17 +56,6 @@ def decimal32(value: float) -> float:
     return float(str(np.float32(value)))
 
 
-def complement32(value: float) -> float:
-    """The shortest decimal m with float32(1 - m) == float32(value) (ONNX's momentum is one
-    minus PyTorch's)."""
-    stored = np.float32(value)
-    for digits in range(1, 10):
-        m = round(1.0 - float(stored), digits)
-        if np.float32(1.0 - m) == stored:
-            return m
-    return 1.0 - float(stored)
-
-
 def channels_first(node: onnx.NodeProto, r: Reading) -> None:
     """Refuse a spatial node reading a value that is not channels-first (rank 3 and above)."""
     if r.rank >= 3 and r.order is not Order.CHANNELS_FIRST:

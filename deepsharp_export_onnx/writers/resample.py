@@ -1,6 +1,12 @@
 """pad -> Pad (in whichever order the value is: only the place axes are padded); upsample ->
-Resize (channels-first) with PyTorch's coordinates: nearest as "asymmetric" with "floor",
-bilinear as "half_pixel" (or "align_corners")."""
+Resize (channels-first, operator set 11) with PyTorch's coordinates: nearest as "asymmetric" with
+"floor", bilinear as "half_pixel" (or "align_corners").
+
+Resize is given scales: an integer factor, or for a size the float32 out / in nudged up to the
+first float whose product with the length floors to the size (the runtime's rule for the output
+length). A size is fixed by the example's places, so a series' symbolic length cannot be resized
+to one: that is refused by name.
+"""
 
 from __future__ import annotations
 
@@ -31,28 +37,32 @@ def write_pad(step: PadStep, x: Value, w: Writing) -> Value:
     return w.value(w.node("Pad", [x.name], attrs), tuple(dims), x)
 
 
+def size_scale(length: int, size: int) -> np.float32:
+    """The float32 scale whose product with `length` floors to `size`."""
+    scale = np.float32(size / length)
+    while np.floor(np.float32(length) * scale) < size:
+        scale = np.nextafter(scale, np.float32(np.inf))
+    return scale
+
+
 @writes(UpsampleStep, order=Order.CHANNELS_FIRST)
 def write_upsample(step: UpsampleStep, x: Value, w: Writing) -> Value:
     spec = step.spec
     places = x.dims[2:]
-    fixed = all(isinstance(n, int) for n in places)
     if spec.scale is not None:
-        factors = [int(f) for f in spec.sizes((1,) * len(places))]
-    elif fixed and all(s % n == 0 for s, n in zip(spec.sizes(places), places)):
-        factors = [s // n for s, n in zip(spec.sizes(places), places)]
+        scales = [np.float32(f) for f in spec.sizes((1,) * len(places))]
+        out = [n * int(f) if isinstance(n, int) else (n if f == 1 else fresh(w, n))
+               for n, f in zip(places, scales)]
     else:
-        factors = None
-    attrs = _coordinates(spec)
-    if factors is not None:
-        scales = w.constant("scales", [1.0, 1.0, *factors], np.float32)
-        y = w.node("Resize", [x.name, w.constant("roi", [], np.float32), scales], attrs)
-        out = [n * f if isinstance(n, int) else (n if f == 1 else fresh(w, n))
-               for n, f in zip(places, factors)]
-    else:  # sizes of the place axes only (Resize's `axes`, operator set 18)
-        sizes = w.constant("sizes", list(spec.sizes(places)))
-        attrs["axes"] = list(range(2, x.rank))
-        y = w.node("Resize", [x.name, "", "", sizes], attrs)
+        free = [n for n in places if not isinstance(n, int)]
+        if free:
+            raise w.refuse(f"an upsampling to size {spec.size} of places of length {free[0]!r}: "
+                           f"the scale depends on a length the graph leaves free")
         out = list(spec.sizes(places))
+        scales = [size_scale(n, s) for n, s in zip(places, out)]
+    scale_input = w.constant("scales", [1.0, 1.0, *scales], np.float32)
+    y = w.node("Resize", [x.name, w.constant("roi", [], np.float32), scale_input],
+               _coordinates(spec))
     return w.value(y, (x.dims[0], x.dims[1], *out), x)
 
 
