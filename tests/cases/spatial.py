@@ -35,6 +35,8 @@ case("conv", "2d-same-upper-stride")(lambda: (
     conv_attrs(2, strides=(2, 3), pads=(), auto_pad="SAME_UPPER")))
 case("conv", "3d")(lambda: ([normal(1, 4, 5, 4, 2), normal(2, 2, 3, 2, 3), normal(3)],
                             conv_attrs(3, strides=(1, 2, 1), pads=(0, 1, 0, 1, 0, 1))))
+case("conv", "2d-many-channels-bias")(lambda: (
+    [normal(2, 5, 4, 9), normal(2, 2, 9, 3), normal(3)], conv_attrs(2, pads=(1, 0, 0, 1))))
 case("conv", "depthwise")(lambda: ([normal(2, 5, 5, 3), normal(3, 3, 1, 3)],
                                    conv_attrs(2, groups=3, pads=(1, 1, 1, 1))))
 

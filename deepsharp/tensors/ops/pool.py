@@ -42,10 +42,10 @@ class MaxPool:
         dilations = dilations or (1,) * len(kernel)
         pads, out = _geometry(x, kernel, strides, dilations, pads, auto_pad)
         xp = pad_places(x, pads, -np.inf)
-        best = None
-        for offset in offsets(kernel):
-            view = xp[offset_slices(offset, out, strides, dilations)]
-            best = view.copy() if best is None else np.maximum(best, view, out=best)
+        views = [xp[offset_slices(o, out, strides, dilations)] for o in offsets(kernel)]
+        best = views[0].copy() if len(views) == 1 else np.maximum(views[0], views[1])
+        for view in views[2:]:
+            np.maximum(best, view, out=best)
         return best, (xp, best, pads, out)
 
     def backward(grad, saved, x, *, kernel, strides, pads, dilations=(), auto_pad=NOTSET):
@@ -56,10 +56,11 @@ class MaxPool:
             kernel, strides, dilations, out, xp.shape[1:-1]))
         gxp = (np.empty if covered else np.zeros)(xp.shape, grad.dtype)
         free = np.ones(best.shape, bool)  # windows whose max is not found yet
+        hit = np.empty(best.shape, bool)
         count = int(np.prod(kernel))
         for index, offset in enumerate(offsets(kernel)):
             where = offset_slices(offset, out, strides, dilations)
-            hit = np.equal(xp[where], best)
+            np.equal(xp[where], best, out=hit)
             np.logical_and(hit, free, out=hit)
             if index < count - 1:
                 np.logical_xor(free, hit, out=free)
