@@ -1,7 +1,9 @@
 """Importing this package registers every reader (one module per op family)."""
 
 from deepsharp_export_onnx.reader import activations, dense, outputs  # noqa: F401
-from deepsharp_export_onnx.reader import conv, norm, pool, resample, reshape, windows  # noqa: F401
+from deepsharp_export_onnx.reader import (  # noqa: F401
+    compositions, conv, norm, pool, resample, reshape, windows,
+)
 from deepsharp_export_onnx.reader.base import (
     FORK_READERS, READERS, Read, Reading, Unreadable, reads, reads_fork,
 )

@@ -2,7 +2,8 @@
 GlobalAveragePool/GlobalMaxPool or a ReduceMean/ReduceMax over the places (in either order);
 adaptive pools -> a pool whose window is the bin where every bin is as wide, else the exact
 composition: the places in one row, a product by the bins' averaging matrix (average) or a
-gather of every bin's places and a ReduceMax (max), then the bins laid out again."""
+gather of every bin's places and a ReduceMax (max), then the bins laid out again. Over a series'
+free length, the bins are worked out in the graph (`compositions`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import numpy as np
 
 from deepsharp.layers.pool import AdaptivePoolStep, GlobalPoolStep, PoolStep
 from deepsharp.tensors.ops.pool import adaptive_avg_flat_matrix, adaptive_max_flat_table
+from deepsharp_export_onnx.compositions import adaptive_pool_over_length
+from deepsharp_export_onnx.nodes import Emit
 from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.writers.base import Writing, writes
 from deepsharp_export_onnx.writers.windows import border, ints, window_dims
@@ -59,12 +62,14 @@ def write_global_pool(step: GlobalPoolStep, x: Value, w: Writing) -> Value:
 @writes(AdaptivePoolStep, order=Order.CHANNELS_FIRST)
 def write_adaptive_pool(step: AdaptivePoolStep, x: Value, w: Writing) -> Value:
     places, sizes = x.dims[2:], tuple(step.output_shape)[:-1]
-    symbolic = [n for n in places if not isinstance(n, int)]
-    if symbolic:
-        raise w.refuse(f"an adaptive pooling over places of length {symbolic[0]!r}: its bins "
-                       f"depend on a length the graph leaves free")
     dims = (x.dims[0], x.dims[1], *sizes)
     average = step.spec.primitive == "adaptive_avg_pool"
+    if any(not isinstance(n, int) for n in places):
+        if len(places) != 1:
+            raise w.refuse(f"an adaptive pooling over places {places}: only a series' length is "
+                           f"left free")
+        y = adaptive_pool_over_length(Emit(w.tape, w.base), x.name, sizes[0], average)
+        return w.value(y, dims, x)
     if all(n % s == 0 for n, s in zip(places, sizes)):
         window = [n // s for n, s in zip(places, sizes)]
         attrs = {"kernel_shape": window, "strides": window, "pads": [0] * (2 * len(window))}

@@ -4,8 +4,8 @@ Resize (channels-first, operator set 11) with PyTorch's coordinates: nearest as 
 
 Resize is given scales: an integer factor, or for a size the float32 out / in nudged up to the
 first float whose product with the length floors to the size (the runtime's rule for the output
-length). A size is fixed by the example's places, so a series' symbolic length cannot be resized
-to one: that is refused by name.
+length). A series' free length is resized to a size by sizes made from its Shape
+(`compositions`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.layers.resample import PadStep, UpsampleStep
+from deepsharp_export_onnx.compositions import resize_over_length
+from deepsharp_export_onnx.nodes import Emit
 from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.writers.base import Writing, writes
 from deepsharp_export_onnx.writers.windows import fresh
@@ -53,11 +55,14 @@ def write_upsample(step: UpsampleStep, x: Value, w: Writing) -> Value:
         scales = [np.float32(f) for f in spec.sizes((1,) * len(places))]
         out = [n * int(f) if isinstance(n, int) else (n if f == 1 else fresh(w, n))
                for n, f in zip(places, scales)]
+    elif any(not isinstance(n, int) for n in places):
+        out = list(spec.sizes(places))
+        if len(places) != 1:
+            raise w.refuse(f"an upsampling of places {places} to a size: only a series' length "
+                           f"is left free")
+        y = resize_over_length(Emit(w.tape, w.base), x.name, out[0], _coordinates(spec))
+        return w.value(y, (x.dims[0], x.dims[1], *out), x)
     else:
-        free = [n for n in places if not isinstance(n, int)]
-        if free:
-            raise w.refuse(f"an upsampling to size {spec.size} of places of length {free[0]!r}: "
-                           f"the scale depends on a length the graph leaves free")
         out = list(spec.sizes(places))
         scales = [size_scale(n, s) for n, s in zip(places, out)]
     scale_input = w.constant("scales", [1.0, 1.0, *scales], np.float32)

@@ -100,16 +100,19 @@ def refusal(spec: Sequential, shape: Shape, **options) -> str:
     return str(caught.value)
 
 
-def test_an_adaptive_pool_over_a_series_of_free_length_is_refused():
-    message = refusal(Sequential().conv1d(2, 3).adaptive_avg_pool(2).dense(1), Shape(9, 2))
-    assert ("step 1 (adaptive_avg_pool(2)): an adaptive pooling over places of length 'steps_0': "
-            "its bins depend on a length the graph leaves free") in message
-
-
-def test_an_upsampling_of_a_series_of_free_length_to_a_size_is_refused():
-    message = refusal(Sequential().upsample(size=12), Shape(6, 2))
-    assert ("step 0 (upsample(size=12)): an upsampling to size 12 of places of length 'steps': "
-            "the scale depends on a length the graph leaves free") in message
+@pytest.mark.parametrize("spec", [
+    Sequential().conv1d(2, 3, padding="same").adaptive_avg_pool(3).flatten().dense(1),
+    Sequential().adaptive_max_pool(4),
+    Sequential().upsample(size=12, mode="bilinear"),
+    Sequential().upsample(size=5, mode="bilinear", align_corners=True),
+    Sequential().upsample(size=11),
+], ids=["adaptive_avg", "adaptive_max", "bilinear", "corners", "nearest"])
+def test_a_series_of_free_length_is_pooled_or_resized_to_a_size_in_the_graph(spec):
+    """The bins (the scale) depend on the length: the graph works them out from its Shape, so
+    the series may have any length, shorter or longer than a bin count or size."""
+    trainable = spec.lower(Shape(9, 2)).parameter_count() > 0
+    report = check_layer(spec, Shape(9, 2), lengths=(1, 3, 4, 17, 30), train_again=trainable)
+    assert report.count("Shape") == 1 and report.opset == 11
 
 
 def test_max_opset_refuses_the_node_needing_a_newer_set():

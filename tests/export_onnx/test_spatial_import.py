@@ -100,6 +100,10 @@ CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
      "value"),
     ("reshape-channels-first", Sequential().conv2d(3, 3).relu(), IMAGE, reshape_then_relu,
      "a Reshape of a channels-first value is read only as the row of places of an adaptive pool"),
+    ("free-length-composition", Sequential().adaptive_avg_pool(3), Shape(8, 2),
+     lambda m: set_constant(m, "0.adaptive_avg_pool/next_bins", np.array([1, 2, 4], np.int64)),
+     "node '0.adaptive_avg_pool/shape' (Shape): the nodes named '0.adaptive_avg_pool' are not the "
+     "composition the exporter writes for adaptive_avg_pool over a series' length"),
     ("adaptive-bins", Sequential().adaptive_avg_pool((4, 5)), IMAGE,
      lambda m: set_constant(m, "0.adaptive_avg_pool/bins_matrix",
                             np.ones((36, 20), np.float32)),
