@@ -55,7 +55,11 @@ def main() -> None:
                                                             padding=1, output_padding=2))
     case("conv_transpose2d", (2, 5, 4, 3), nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1,
                                                               output_padding=1))
+    case("conv_transpose3d", (1, 3, 2, 3, 2), nn.ConvTranspose3d(2, 3, (2, 3, 2), stride=(1, 2, 2),
+                                                                padding=(0, 1, 0)))
     case("max_pool2d", (2, 9, 8, 3), nn.MaxPool2d(3, stride=2, padding=1))
+    case("max_pool3d", (1, 5, 4, 6, 2), nn.MaxPool3d((2, 2, 3), stride=(1, 2, 2), padding=(1, 0, 1)))
+    case("avg_pool1d", (2, 9, 3), nn.AvgPool1d(4, stride=2, padding=2, count_include_pad=False))
     case("max_pool1d", (2, 12, 3), nn.MaxPool1d(2, stride=1, dilation=3))
     case("avg_pool2d", (2, 9, 8, 3), nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False))
     case("avg_pool2d_including", (2, 9, 8, 3), nn.AvgPool2d(3, stride=2, padding=1))

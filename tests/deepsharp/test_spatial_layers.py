@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from deepsharp import RandomStream, Sequential, Shape
+from deepsharp import SGD, MeanSquaredError, RandomStream, Sequential, Shape, load
 from deepsharp.errors import OpError, ShapeError, SpecError
 from deepsharp.run import running
 from deepsharp.tensors import Tensor
@@ -271,3 +271,17 @@ def test_lowering_refuses_shapes(spec, shape, message):
     with pytest.raises(ShapeError) as caught:
         spec.lower(shape, RandomStream(0))
     assert message in str(caught.value)
+
+
+def test_a_spatial_network_saves_and_loads_with_its_running_statistics(tmp_path):
+    spec = (Sequential().conv2d(4, 3, padding="same").batch_norm().relu().max_pool2d(2)
+            .group_norm(2).upsample(scale=2, mode="bilinear").flatten().dense(3))
+    network = spec.lower(Shape(6, 6, 2), RandomStream(4))
+    x = np.random.default_rng(0).standard_normal((8, 6, 6, 2)).astype(np.float32)
+    network.fit(x, np.zeros((8, 3), np.float32), loss=MeanSquaredError(), optimizer=SGD(lr=0.1),
+                epochs=2, batch_size=4)
+    assert not np.allclose(network.state_dict()["1.running_var"], 1)
+    network.save(tmp_path / "net.safetensors")
+    loaded = load(tmp_path / "net.safetensors")
+    assert loaded.spec == spec
+    np.testing.assert_array_equal(loaded(x), network(x))
