@@ -22,9 +22,37 @@ def read_flatten(node: onnx.NodeProto, r: Reading) -> Read:
         dims = r.view.dims(r.value) or ()
         if len(dims) != r.rank or not all(isinstance(d, int) for d in dims[1:]):
             raise r.unreadable(node, "a Flatten of a channels-first value of unknown places")
+        other = _product_after(r, node.output[0])
+        if other is not None:
+            raise r.unreadable(node, f"its channel-by-channel row {other}; the network's flatten "
+                                     f"holds the values place by place, so only a dense layer "
+                                     f"(whose rows are put back in order) may read it")
         r.extra["image"] = (*dims[2:], dims[1])  # the image as the network holds it
         return Read(node.output[0], [node], [spec], [{}], order=Order.FLAT_CHANNELS_FIRST, rank=2)
     return Read(node.output[0], [node], [spec], [{}], rank=2)
+
+
+# elementwise operators: any order of a row's values gives the same values in the same order
+_ELEMENTWISE = {"Relu", "Sigmoid", "Tanh", "Softplus", "Elu", "LeakyRelu", "Gelu", "Softmax"}
+
+
+def _product_after(r: Reading, value: str) -> str | None:
+    """None when the row reaches a MatMul or Gemm through elementwise nodes; else what it meets."""
+    while True:
+        readers = r.view.open_consumers(value)
+        kinds = sorted(n.op_type for n in readers)
+        if kinds == ["Mul", "Sigmoid"]:  # x * Sigmoid(x): a SiLU
+            value = next(n for n in readers if n.op_type == "Mul").output[0]
+            continue
+        if len(readers) != 1:
+            return ("ends the graph" if not readers else
+                    f"is read by {', '.join(r.view.label(n) for n in readers)}")
+        node = readers[0]
+        if node.op_type in ("MatMul", "Gemm") and node.input[0] == value:
+            return None
+        if node.op_type not in _ELEMENTWISE:
+            return f"is read by {r.view.label(node)}"
+        value = node.output[0]
 
 
 @reads("Reshape")

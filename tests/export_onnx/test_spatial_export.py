@@ -60,6 +60,8 @@ CASES = [
     ("upsample-series", Sequential().upsample(scale=3, mode="bilinear"), SERIES, LENGTHS),
     ("flatten-dense", Sequential().conv2d(3, 3).flatten().relu().dense(4), IMAGE, ()),
     ("flatten-ends", Sequential().conv2d(2, 3).flatten(), IMAGE, ()),
+    ("flatten-silu-dropout-dense", Sequential().conv2d(2, 3).flatten().silu().dropout(0.2)
+     .dense(3), IMAGE, ()),
     ("flatten-softmax-dense", Sequential().max_pool2d(2).flatten().softmax().dense(3), IMAGE, ()),
     ("reshape", Sequential().flatten().dense(12).reshape(Shape(2, 3, 2)).conv2d(2, 2), IMAGE, ()),
     ("layer_norm-image", Sequential().conv2d(3, 3).layer_norm().conv2d(2, 2), IMAGE, ()),

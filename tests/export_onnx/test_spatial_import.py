@@ -60,6 +60,16 @@ def reshape_then_relu(model):
     model.graph.node.insert(index, reshape)
 
 
+def add_before_dense(model):
+    """An Add of a row of constants between the Flatten and the dense layer's MatMul."""
+    matmul = node(model, "MatMul")
+    add = helper.make_node("Add", [matmul.input[0], "shift"], ["shifted"], name="shift")
+    model.graph.initializer.append(numpy_helper.from_array(np.arange(50, dtype=np.float32),
+                                                           "shift"))
+    matmul.input[0] = "shifted"
+    model.graph.node.insert(list(model.graph.node).index(matmul), add)
+
+
 IMAGE = Shape(6, 6, 2)
 CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
     ("resize-cubic", Sequential().upsample(scale=2), IMAGE,
@@ -104,6 +114,9 @@ CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
      lambda m: set_constant(m, "0.adaptive_avg_pool/next_bins", np.array([1, 2, 4], np.int64)),
      "node '0.adaptive_avg_pool/shape' (Shape): the nodes named '0.adaptive_avg_pool' are not the "
      "composition the exporter writes for adaptive_avg_pool over a series' length"),
+    ("flatten-then-add", Sequential().conv2d(2, 2).flatten().dense(3), IMAGE, add_before_dense,
+     "node '1.flatten' (Flatten): its channel-by-channel row is read by node 'shift' (Add); the "
+     "network's flatten holds the values place by place"),
     ("adaptive-bins", Sequential().adaptive_avg_pool((4, 5)), IMAGE,
      lambda m: set_constant(m, "0.adaptive_avg_pool/bins_matrix",
                             np.ones((36, 20), np.float32)),
