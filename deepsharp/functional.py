@@ -192,7 +192,8 @@ def batch_norm(x: Tensor, running_mean: Tensor, running_var: Tensor, weight: Ten
         return apply("batch_norm_eval", x, weight, bias, running_mean, running_var, eps=float(eps))
     y, mean, var = apply("batch_norm", x, weight, bias, eps=float(eps))
     count = x.size // x.shape[-1]
-    for running, batch in ((running_mean, mean._data), (running_var, var._data * (count / (count - 1)))):
+    unbiased = var._data * (count / (count - 1))
+    for running, batch in ((running_mean, mean._data), (running_var, unbiased)):
         running._data *= 1.0 - momentum
         running._data += (momentum * batch).astype(running._data.dtype)
     return y

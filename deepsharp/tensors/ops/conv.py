@@ -168,7 +168,7 @@ class ConvTranspose:
         gfull = pad_places(grad, pads)
         gcols = im2col(gfull, x.shape[1:-1], kernel, strides, dilations)  # (M, K * C_out)
         wt = _transposed_kernel(w)
-        gx = (gcols @ wt.T).reshape(x.shape)
+        gx = (gcols @ wt.T).reshape(x.shape) if needs_input_grad(0) else None
         gwt = x.reshape(-1, c_in).T @ gcols                               # (C_in, K * C_out)
         gw = np.moveaxis(gwt.reshape(c_in, *kernel, c_out), 0, nd)
         grads = (gx, np.ascontiguousarray(gw))
