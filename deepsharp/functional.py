@@ -88,3 +88,112 @@ def dropout(x: Tensor, rate: float, training: bool, purpose: str = "dropout") ->
         return x
     keep = current_run().generator(purpose).random(x.shape) >= rate
     return apply("dropout", x, Tensor(keep), rate=float(rate))
+
+
+# -- series, images and volumes, held channels-last: x (N, *places, C) ---------------------------
+# Each is the primitive the layer of the same name applies (see deepsharp.layers.conv, .pool,
+# .resample, .norm); padding, stride, dilation and window arguments are taken as those layers take
+# them. Kernels keep the window's places, then input channels, then output channels.
+def _window(value, places: int) -> tuple[int, ...]:
+    from deepsharp.layers.windows import per_axis
+
+    return tuple(int(v) for v in per_axis(value, places))
+
+
+def _border(padding, kernel, dilations):
+    from deepsharp.layers.windows import pads_of
+
+    return pads_of(padding, kernel, dilations)
+
+
+def conv(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding="valid",
+         dilation=1, groups: int = 1) -> Tensor:
+    """The convolution of conv1d/2d/3d: weight (*kernel, C_in / groups, C_out)."""
+    nd = weight.ndim - 2
+    kernel, dilations = tuple(weight.shape[:nd]), _window(dilation, nd)
+    pads, auto_pad = _border(padding, kernel, dilations)
+    inputs = (x, weight) if bias is None else (x, weight, bias)
+    return apply("conv", *inputs, strides=_window(stride, nd), dilations=dilations, pads=pads,
+                 groups=int(groups), auto_pad=auto_pad)
+
+
+def conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                   output_padding=0, dilation=1) -> Tensor:
+    """The transposed convolution of conv_transpose1d/2d/3d: weight (*kernel, C_in, C_out);
+    padding an integer, one per axis, or (before, after) pairs cut from the full output."""
+    nd = weight.ndim - 2
+    kernel, dilations = tuple(weight.shape[:nd]), _window(dilation, nd)
+    pads, _ = _border(padding, kernel, dilations)
+    inputs = (x, weight) if bias is None else (x, weight, bias)
+    return apply("conv_transpose", *inputs, strides=_window(stride, nd), dilations=dilations,
+                 pads=pads, output_padding=_window(output_padding, nd))
+
+
+def max_pool(x: Tensor, window, stride=None, padding="valid", dilation=1) -> Tensor:
+    nd = x.ndim - 2
+    kernel, dilations = _window(window, nd), _window(dilation, nd)
+    pads, auto_pad = _border(padding, kernel, dilations)
+    return apply("max_pool", x, kernel=kernel, strides=_window(stride or window, nd), pads=pads,
+                 dilations=dilations, auto_pad=auto_pad)
+
+
+def avg_pool(x: Tensor, window, stride=None, padding="valid",
+             count_include_pad: bool = False) -> Tensor:
+    nd = x.ndim - 2
+    kernel = _window(window, nd)
+    pads, auto_pad = _border(padding, kernel, (1,) * nd)
+    return apply("avg_pool", x, kernel=kernel, strides=_window(stride or window, nd), pads=pads,
+                 auto_pad=auto_pad, count_include_pad=int(count_include_pad))
+
+
+def adaptive_avg_pool(x: Tensor, size) -> Tensor:
+    return apply("adaptive_avg_pool", x, sizes=_window(size, x.ndim - 2))
+
+
+def adaptive_max_pool(x: Tensor, size) -> Tensor:
+    return apply("adaptive_max_pool", x, sizes=_window(size, x.ndim - 2))
+
+
+def pad(x: Tensor, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
+    """x padded on every axis by `pads` (the begins of all axes, then the ends, as ONNX's Pad)."""
+    return apply("pad", x, pads=tuple(int(p) for p in pads), mode=mode, value=float(value))
+
+
+def interpolate(x: Tensor, size=None, scale=None, mode: str = "nearest",
+                align_corners: bool = False) -> Tensor:
+    """The places resized to `size`, or multiplied by an integer `scale`, as `upsample`
+    ("nearest" or "bilinear")."""
+    nd = x.ndim - 2
+    if (size is None) == (scale is None):
+        raise SpecError("interpolate: give exactly one of size and scale")
+    sizes = (_window(size, nd) if size is not None else
+             tuple(n * s for n, s in zip(x.shape[1:-1], _window(scale, nd))))
+    return apply("resize", x, sizes=sizes, mode="nearest" if mode == "nearest" else "linear",
+                 align_corners=int(align_corners))
+
+
+def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
+    return apply("layer_norm", x, weight, bias, eps=float(eps))
+
+
+def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-5) -> Tensor:
+    return apply("rms_norm", x, weight, eps=float(eps))
+
+
+def group_norm(x: Tensor, groups: int, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
+    return apply("group_norm", x, weight, bias, groups=int(groups), eps=float(eps))
+
+
+def batch_norm(x: Tensor, running_mean: Tensor, running_var: Tensor, weight: Tensor, bias: Tensor,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """PyTorch's F.batch_norm over the last axis: in training, by the batch's statistics, the
+    running ones updated in place (unbiased variance); else by the running statistics."""
+    if not training:
+        return apply("batch_norm_eval", x, weight, bias, running_mean, running_var, eps=float(eps))
+    y, mean, var = apply("batch_norm", x, weight, bias, eps=float(eps))
+    count = x.size // x.shape[-1]
+    unbiased = var._data * (count / (count - 1))
+    for running, batch in ((running_mean, mean._data), (running_var, unbiased)):
+        running._data *= 1.0 - momentum
+        running._data += (momentum * batch).astype(running._data.dtype)
+    return y

@@ -112,7 +112,7 @@ class OnnxExport:
     def write_steps(self, tape: Tape, steps: Sequence[Step], x: Value) -> Value:
         """Write `steps` from value `x`; a refused step is recorded and the walk goes on (with a
         stand-in value of the step's output shape) so every refusal is found in one pass."""
-        for step in steps:
+        for index, step in enumerate(steps):
             entry = writer_for(step)
             if entry is None:
                 if not step.spec.training_only:
@@ -121,9 +121,10 @@ class OnnxExport:
                     x = self._stand_in(step, x)
                 continue
             tape.owner = f"{step.place} ({step.kind})"
-            x = self.turn(tape, x, entry.order)
+            flat = x.order is Order.FLAT_CHANNELS_FIRST and entry.flat_rows
+            x = self.turn(tape, x, None if flat else entry.order)
             try:
-                y = entry.write(step, x, Writing(tape, step, self))
+                y = entry.write(step, x, Writing(tape, step, self, steps[index + 1:]))
             except Refusal as refusal:
                 self._faults.append(f"step {step.place} ({step.spec.describe()}): {refusal}")
                 x = self._stand_in(step, x)
@@ -135,6 +136,10 @@ class OnnxExport:
 
     def turn(self, tape: Tape, x: Value, order: Order | None) -> Value:
         """`x` in `order` (one Transpose, or none when it already is, or when any order does)."""
+        if order is not None and x.order is Order.FLAT_CHANNELS_FIRST:
+            # the flatten writer keeps this order only for a writer that takes it (flat_rows)
+            raise ValueError(f"{x.name!r} is a row flattened channels-first; no writer asking "
+                             f"for {order.value} may receive it")
         if order is None or x.order is order or x.rank < 3:
             return x
         perm = to_channels_first(x.rank) if order is Order.CHANNELS_FIRST else to_channels_last(x.rank)

@@ -63,6 +63,8 @@ def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec
         r.value = read.output
         if read.order is not None:
             r.order = read.order
+        if read.rank is not None:
+            r.rank = read.rank
         left = view.open_consumers(start)
         if left:
             faults.append(f"value {start!r} is also read by {', '.join(GraphView.label(n) for n in left)}: "

@@ -19,6 +19,8 @@ class Value:
     order: Order = Order.CHANNELS_LAST
     mask: str | None = None          # a graph value saying which steps of a series are real
     elem_type: int = TensorProto.FLOAT
+    # for order FLAT_CHANNELS_FIRST: the (channels-last) example shape of the image flattened
+    image: tuple[int, ...] | None = None
 
     @property
     def rank(self) -> int:

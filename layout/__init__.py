@@ -4,6 +4,12 @@ Pure numpy functions, one per conversion, used by the exporter's writers and the
 readers alike (so the two cannot disagree), each with a round-trip test.
 """
 
+from layout.conv import (
+    channels_first_flat_order, channels_first_to_flat_rows, conv_kernel_to_onnx,
+    conv_kernel_to_torch, conv_transpose_kernel_to_onnx, conv_transpose_kernel_to_torch,
+    flat_rows_to_channels_first, onnx_to_conv_kernel, onnx_to_conv_transpose_kernel,
+    torch_to_conv_kernel, torch_to_conv_transpose_kernel,
+)
 from layout.dense import (
     dense_kernel_to_gemm, dense_kernel_to_matmul, dense_kernel_to_torch, gemm_to_dense_kernel,
     matmul_to_dense_kernel, torch_to_dense_kernel,
@@ -14,6 +20,11 @@ __all__ = [
     "Order", "dense_kernel_to_gemm", "dense_kernel_to_matmul", "dense_kernel_to_torch",
     "gemm_to_dense_kernel", "matmul_to_dense_kernel", "permute_dims", "to_channels_first",
     "to_channels_last", "torch_to_dense_kernel",
+    # convolution kernels and rows flattened from images (layout.conv)
+    "channels_first_flat_order", "channels_first_to_flat_rows", "conv_kernel_to_onnx",
+    "conv_kernel_to_torch", "conv_transpose_kernel_to_onnx", "conv_transpose_kernel_to_torch",
+    "flat_rows_to_channels_first", "onnx_to_conv_kernel", "onnx_to_conv_transpose_kernel",
+    "torch_to_conv_kernel", "torch_to_conv_transpose_kernel",
 ]
 from layout.recurrent import (  # noqa: E402
     GRU_GATES, GRU_GATES_ONNX, LSTM_GATES, LSTM_GATES_ONNX, gru_biases_to_onnx,

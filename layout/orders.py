@@ -14,6 +14,9 @@ class Order(str, Enum):
 
     CHANNELS_LAST = "channels_last"    # as the network holds it
     CHANNELS_FIRST = "channels_first"  # as ONNX's spatial operators take it
+    # a row ONNX's Flatten made of a channels-first image: its values channel by channel, where
+    # the network's flatten holds them place by place (see layout.conv)
+    FLAT_CHANNELS_FIRST = "flat_channels_first"
 
 
 def to_channels_first(rank: int) -> tuple[int, ...]:

@@ -2,10 +2,10 @@
 
 from deepsharp.tensors import ops  # noqa: F401  (registers the primitives)
 from deepsharp.tensors.modes import enable_grad, float64, grad_enabled, no_grad
-from deepsharp.tensors.primitives import PRIMITIVES, primitive, unbroadcast
+from deepsharp.tensors.primitives import PRIMITIVES, needs_input_grad, primitive, unbroadcast
 from deepsharp.tensors.tensor import Record, Tensor, apply, as_tensor
 
 __all__ = [
     "Tensor", "Record", "apply", "as_tensor", "no_grad", "enable_grad", "float64",
-    "grad_enabled", "primitive", "PRIMITIVES", "unbroadcast",
+    "grad_enabled", "primitive", "PRIMITIVES", "unbroadcast", "needs_input_grad",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors.primitives import lookup
+from deepsharp.tensors.primitives import _needs_input_grad, lookup
 from deepsharp.tensors.tensor import Record, Tensor
 
 
@@ -63,7 +63,11 @@ def _run_backward(record: Record, grads: list[np.ndarray | None],
               for g, s, d in zip(grads, record.shapes, record.dtypes)]
     arrays = [t._data for t in record.inputs]
     given = filled if prim.outputs > 1 else filled[0]
-    input_grads = prim.backward(given, record.saved, *arrays, **record.attrs)
+    token = _needs_input_grad.set(tuple(t.requires_grad for t in record.inputs))
+    try:
+        input_grads = prim.backward(given, record.saved, *arrays, **record.attrs)
+    finally:
+        _needs_input_grad.reset(token)
     for tensor, g in zip(record.inputs, input_grads):
         if g is None or not tensor.requires_grad:
             continue

@@ -17,6 +17,7 @@ gradients (zeros for results nothing used).
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -56,6 +57,19 @@ def lookup(name: str) -> Primitive:
     except KeyError:
         known = ", ".join(sorted(PRIMITIVES))
         raise OpError(f"no primitive named {name!r}; registered: {known}") from None
+
+
+_needs_input_grad: ContextVar[tuple[bool, ...] | None] = ContextVar(
+    "deepsharp_needs_input_grad", default=None)
+
+
+def needs_input_grad(index: int) -> bool:
+    """Inside a backward rule: whether input `index` needs its gradient (PyTorch's
+    `ctx.needs_input_grad`). A rule may skip an expensive gradient nobody needs (a network's first
+    convolution has no use for its input's); it then returns None in that place. Outside autograd
+    (a direct call), every gradient is needed."""
+    needs = _needs_input_grad.get()
+    return needs is None or needs[index]
 
 
 def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

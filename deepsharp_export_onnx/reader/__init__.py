@@ -1,6 +1,9 @@
 """Importing this package registers every reader (one module per op family)."""
 
 from deepsharp_export_onnx.reader import activations, dense, outputs  # noqa: F401
+from deepsharp_export_onnx.reader import (  # noqa: F401
+    compositions, conv, norm, pool, resample, reshape, windows,
+)
 from deepsharp_export_onnx.reader import attention, sequences  # noqa: F401
 from deepsharp_export_onnx.reader import composite  # noqa: F401  (its fork reader goes last)
 from deepsharp_export_onnx.reader.base import (

@@ -34,6 +34,7 @@ class Read:
     specs: list[LayerSpec] = field(default_factory=list)
     slots: list[dict[str, np.ndarray]] = field(default_factory=list)
     order: Order | None = None  # the axis order after, when the nodes turned it
+    rank: int | None = None     # the rank after (batch included), when the nodes changed it
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""MatMul (+ Add of a bias) and Gemm -> dense. Kernels are turned by `layout` only."""
+"""MatMul (+ Add of a bias) and Gemm -> dense. Kernels are turned by `layout` only; after a
+Flatten of a channels-first image the kernel's rows are put back in the network's order."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import onnx
 
 from deepsharp.layers.dense import Dense
 from deepsharp_export_onnx.reader.base import Read, Reading, reads
-from layout import gemm_to_dense_kernel, matmul_to_dense_kernel
+from layout import (
+    Order, channels_first_to_flat_rows, gemm_to_dense_kernel, matmul_to_dense_kernel,
+)
 
 
 @reads("MatMul")
@@ -16,6 +19,8 @@ def read_matmul(node: onnx.NodeProto, r: Reading) -> Read:
     kernel = matmul_to_dense_kernel(r.need_constant(node, 1, "kernel"))
     if kernel.ndim != 2:
         raise r.unreadable(node, f"the kernel must be a matrix, received shape {kernel.shape}")
+    if r.order is Order.FLAT_CHANNELS_FIRST:
+        kernel = channels_first_to_flat_rows(kernel, r.extra["image"])
     nodes, out, slots = [node], node.output[0], {"weight": kernel}
     add = r.view.only_consumer(out, "Add")
     if add is not None:
@@ -26,7 +31,7 @@ def read_matmul(node: onnx.NodeProto, r: Reading) -> Read:
             out = add.output[0]
             slots["bias"] = bias.reshape(-1)
     spec = Dense(units=kernel.shape[1], bias="bias" in slots)
-    return Read(out, nodes, [spec], [slots])
+    return Read(out, nodes, [spec], [slots], order=_row_order(r))
 
 
 @reads("Gemm")
@@ -40,4 +45,12 @@ def read_gemm(node: onnx.NodeProto, r: Reading) -> Read:
         slots["bias"] = r.need_constant(node, 2, "bias").reshape(-1) * 1
         if slots["bias"].size == 1 and kernel.shape[1] != 1:
             slots["bias"] = slots["bias"].repeat(kernel.shape[1])
-    return Read(node.output[0], [node], [Dense(units=kernel.shape[1], bias="bias" in slots)], [slots])
+    if r.order is Order.FLAT_CHANNELS_FIRST:
+        kernel = slots["weight"] = channels_first_to_flat_rows(kernel, r.extra["image"])
+    return Read(node.output[0], [node], [Dense(units=kernel.shape[1], bias="bias" in slots)], [slots],
+                order=_row_order(r))
+
+
+def _row_order(r: Reading) -> Order | None:
+    """A dense layer's output is in the network's order, whatever order its rows came in."""
+    return Order.CHANNELS_LAST if r.order is Order.FLAT_CHANNELS_FIRST else None

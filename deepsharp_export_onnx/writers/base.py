@@ -35,17 +35,22 @@ Writer = Callable[[Step, Value, "Writing"], Value]
 class WriterEntry:
     write: Writer
     order: Order | None
+    # takes a row flattened from a channels-first image (Order.FLAT_CHANNELS_FIRST) and writes
+    # it exactly (a dense layer permutes its kernel's rows), so the flatten needs no Transpose
+    flat_rows: bool = False
 
 
 WRITERS: TypeTable[WriterEntry] = TypeTable("writer")
 
 
-def writes(*step_types: type, order: Order | None = Order.CHANNELS_LAST) -> Callable[[Writer], Writer]:
-    """Register `fn` as the writer of `step_types`, taking values in `order` (None: any)."""
+def writes(*step_types: type, order: Order | None = Order.CHANNELS_LAST,
+           flat_rows: bool = False) -> Callable[[Writer], Writer]:
+    """Register `fn` as the writer of `step_types`, taking values in `order` (None: any);
+    `flat_rows` writers also take a row flattened from a channels-first image."""
 
     def register(fn: Writer) -> Writer:
         for step_type in step_types:
-            WRITERS.add(step_type, WriterEntry(fn, order))
+            WRITERS.add(step_type, WriterEntry(fn, order, flat_rows))
         return fn
 
     return register
@@ -58,11 +63,13 @@ def writer_for(step: Step) -> WriterEntry | None:
 class Writing:
     """What a writer writes with: nodes and initializers named after its step."""
 
-    def __init__(self, tape: Tape, step: Step, exporter: Any) -> None:
+    def __init__(self, tape: Tape, step: Step, exporter: Any,
+                 following: Sequence[Step] = ()) -> None:
         self.tape = tape
         self.step = step
         self.exporter = exporter
         self.base = f"{step.place}.{step.kind}"
+        self.following = tuple(following)  # the steps written after this one, in this walk
 
     def node(self, op_type: str, inputs: Sequence[str], attrs: dict[str, Any] | None = None, *,
              suffix: str | None = None, outputs: int = 1) -> Any:
@@ -91,6 +98,10 @@ class Writing:
 
     def refuse(self, reason: str) -> Refusal:
         return Refusal(reason)
+
+    def turn(self, x: Value, order: Order) -> Value:
+        """`x` in `order` (the exporter's one Transpose), for a writer that decides late."""
+        return self.exporter.turn(self.tape, x, order)
 
     def write_steps(self, steps: Sequence[Step], x: Value) -> Value:
         """Write a branch's steps in order (composite layers)."""

@@ -1,4 +1,5 @@
 """Importing this package registers every primitive in the table."""
 
 from deepsharp.tensors.ops import activations, elementwise, linalg, losses, reduce, shape  # noqa: F401
+from deepsharp.tensors.ops import conv, norm, pool, resample  # noqa: F401
 from deepsharp.tensors.ops import attention, embedding, recurrent  # noqa: F401

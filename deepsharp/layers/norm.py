@@ -1,0 +1,148 @@
+"""Normalisations of channels-last values, each with a scale (`weight`) and most with a shift
+(`bias`) per channel, as PyTorch's modules of the same names.
+
+| verb                       | normalises, per example                 | slots                          |
+|----------------------------|-----------------------------------------|--------------------------------|
+| layer_norm(eps)            | the channels of every place             | weight, bias                   |
+| rms_norm(eps)              | the channels of every place, by the RMS | weight                         |
+| batch_norm(momentum, eps)  | each channel over the batch and places  | weight, bias, running_mean/var |
+| group_norm(groups, eps)    | each group of channels over the places  | weight, bias                   |
+| instance_norm(eps)         | each channel over the places            | weight, bias                   |
+
+A batch normalisation in training normalises by the batch's statistics (biased variance) and
+updates its running statistics as PyTorch's does: running = (1 - momentum) running + momentum
+batch, with the unbiased variance; in evaluation it normalises by the running statistics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field, PositiveInt
+
+from deepsharp.errors import ShapeError
+from deepsharp.layers.base import LayerSpec, Lowering, Step, layer
+from deepsharp.module import Parameter
+from deepsharp.shape import Shape
+from deepsharp.tensors import Tensor, apply
+
+
+def _channels(shape: Shape, places: bool = False) -> int:
+    if shape.rank < (2 if places else 1):
+        need = "places and channels" if places else "at least one axis (the channels)"
+        raise ShapeError(f"needs {need}, received an input of shape {shape}")
+    return shape[-1]
+
+
+class NormStep(Step):
+    def __init__(self, spec: LayerSpec, place: str, shape: Shape, channels: int,
+                 bias: bool = True) -> None:
+        super().__init__(spec, place, shape, shape)
+        self.weight = Parameter(np.ones(channels, np.float32))
+        if bias:
+            self.bias = Parameter(np.zeros(channels, np.float32))
+
+
+@layer("layer_norm")
+class LayerNorm(LayerSpec):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the channels of every place."""
+
+    eps: float = Field(1e-5, gt=0)
+
+    def build(self, shape: Shape, at: Lowering) -> "LayerNormStep":
+        return LayerNormStep(self, at.place, shape, _channels(shape))
+
+
+class LayerNormStep(NormStep):
+    def forward(self, x: Tensor) -> Tensor:
+        return apply("layer_norm", x, self.weight, self.bias, eps=float(self.spec.eps))
+
+
+@layer("rms_norm")
+class RmsNorm(LayerSpec):
+    """x / sqrt(mean(x^2) + eps) * weight over the channels of every place."""
+
+    eps: float = Field(1e-5, gt=0)
+
+    def build(self, shape: Shape, at: Lowering) -> "RmsNormStep":
+        return RmsNormStep(self, at.place, shape, _channels(shape), bias=False)
+
+
+class RmsNormStep(NormStep):
+    def forward(self, x: Tensor) -> Tensor:
+        return apply("rms_norm", x, self.weight, eps=float(self.spec.eps))
+
+
+@layer("batch_norm")
+class BatchNorm(LayerSpec):
+    """Each channel normalised over the batch and the places (see the module's docstring)."""
+
+    momentum: float = Field(0.1, ge=0.0, le=1.0)
+    eps: float = Field(1e-5, gt=0)
+
+    def build(self, shape: Shape, at: Lowering) -> "BatchNormStep":
+        return BatchNormStep(self, at.place, shape, _channels(shape))
+
+
+class BatchNormStep(NormStep):
+    def __init__(self, spec: LayerSpec, place: str, shape: Shape, channels: int) -> None:
+        super().__init__(spec, place, shape, channels)
+        self.register_buffer("running_mean", np.zeros(channels, np.float32))
+        self.register_buffer("running_var", np.ones(channels, np.float32))
+
+    def forward(self, x: Tensor) -> Tensor:
+        eps = float(self.spec.eps)
+        if not self.training:
+            return apply("batch_norm_eval", x, self.weight, self.bias, self.running_mean,
+                         self.running_var, eps=eps)
+        y, mean, var = apply("batch_norm", x, self.weight, self.bias, eps=eps)
+        self._update(mean._data, var._data, x.size // x.shape[-1])
+        return y
+
+    def _update(self, mean: np.ndarray, var: np.ndarray, count: int) -> None:
+        """PyTorch's running update, the variance unbiased (count / (count - 1))."""
+        m = self.spec.momentum
+        running_mean, running_var = self.running_mean._data, self.running_var._data
+        unbiased = var * (count / (count - 1))
+        running_mean *= 1.0 - m
+        running_mean += (m * mean).astype(running_mean.dtype)
+        running_var *= 1.0 - m
+        running_var += (m * unbiased).astype(running_var.dtype)
+
+
+@layer("group_norm")
+class GroupNorm(LayerSpec):
+    """Each group of channels / groups channels normalised over the places, per example."""
+
+    groups: PositiveInt
+    eps: float = Field(1e-5, gt=0)
+
+    def build(self, shape: Shape, at: Lowering) -> "GroupNormStep":
+        channels = _channels(shape)
+        if channels % self.groups:
+            raise ShapeError(f"{self.groups} groups must divide the {channels} channels")
+        return GroupNormStep(self, at.place, shape, channels)
+
+
+class GroupNormStep(NormStep):
+    def groups(self) -> int:
+        return self.spec.groups
+
+    def forward(self, x: Tensor) -> Tensor:
+        return apply("group_norm", x, self.weight, self.bias, groups=self.groups(),
+                     eps=float(self.spec.eps))
+
+
+@layer("instance_norm")
+class InstanceNorm(LayerSpec):
+    """Each channel normalised over the places, per example (a group norm of one channel per
+    group), with a scale and a shift per channel."""
+
+    eps: float = Field(1e-5, gt=0)
+
+    def build(self, shape: Shape, at: Lowering) -> "InstanceNormStep":
+        return InstanceNormStep(self, at.place, shape, _channels(shape, places=True))
+
+
+class InstanceNormStep(GroupNormStep):
+    def groups(self) -> int:
+        return self.input_shape[-1]

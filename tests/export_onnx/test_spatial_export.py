@@ -1,0 +1,84 @@
+"""Every spatial layer through `check_layer`: gradients, ONNX Runtime and the reference evaluator
+(annotations checked) at batches 1, 5 and 32 and other series lengths, check_model, the round
+trip with byte-identical re-export, and training again."""
+
+from __future__ import annotations
+
+import pytest
+
+from deepsharp import Sequential, Shape
+from tests.support import check_layer
+
+IMAGE = Shape(6, 6, 2)
+SERIES = Shape(7, 2)
+VOLUME = Shape(3, 4, 4, 2)
+LENGTHS = (1, 4, 12)
+
+CASES = [
+    # (id, spec, example shape, series lengths)
+    ("conv2d", Sequential().conv2d(3, 3), IMAGE, ()),
+    ("conv2d-same-stride-groups", Sequential().conv2d(4, 3, stride=2, padding="same", groups=2),
+     IMAGE, ()),
+    ("conv2d-pairs-dilation", Sequential().conv2d(3, (2, 3), padding=((0, 1), (1, 0)),
+                                                  dilation=(2, 1), bias=False), IMAGE, ()),
+    ("conv1d-causal", Sequential().conv1d(3, 3, padding="causal", dilation=2), SERIES, LENGTHS),
+    ("conv1d-same-stride", Sequential().conv1d(4, 3, stride=2, padding="same"), SERIES, LENGTHS),
+    ("conv1d-valid", Sequential().conv1d(3, 2), SERIES, (2, 4, 12)),
+    ("conv3d", Sequential().conv3d(2, 2, padding=1), VOLUME, ()),
+    ("conv_transpose2d", Sequential().conv_transpose2d(3, 3, stride=2, padding=1,
+                                                       output_padding=1), IMAGE, ()),
+    ("conv_transpose1d-same", Sequential().conv_transpose1d(2, 3, stride=2, padding="same"),
+     SERIES, LENGTHS),
+    ("conv_transpose3d", Sequential().conv_transpose3d(2, 2, stride=2), VOLUME, ()),
+    ("max_pool2d", Sequential().max_pool2d(2), IMAGE, ()),
+    ("max_pool2d-padded", Sequential().max_pool2d(3, stride=2, padding=1), IMAGE, ()),
+    ("max_pool2d-dilated", Sequential().max_pool2d(2, stride=1, dilation=2), IMAGE, ()),
+    ("max_pool1d-same", Sequential().max_pool1d(2, padding="same"), SERIES, LENGTHS),
+    ("max_pool3d", Sequential().max_pool3d(2), VOLUME, ()),
+    ("avg_pool2d", Sequential().avg_pool2d(3, stride=2, padding=1), IMAGE, ()),
+    ("avg_pool2d-including", Sequential().avg_pool2d(3, stride=2, padding=1,
+                                                     count_include_pad=True), IMAGE, ()),
+    ("avg_pool1d-same", Sequential().avg_pool1d(3, stride=2, padding="same"), SERIES, LENGTHS),
+    ("avg_pool3d", Sequential().avg_pool3d(2), VOLUME, ()),
+    ("global_avg_pool", Sequential().conv2d(3, 3).global_avg_pool(), IMAGE, ()),
+    ("global_max_pool-keep", Sequential().global_max_pool(keep_axes=True), IMAGE, ()),
+    ("global_avg_pool-series", Sequential().global_avg_pool(), SERIES, LENGTHS),
+    ("adaptive_avg_pool-equal", Sequential().adaptive_avg_pool((2, 3)), IMAGE, ()),
+    ("adaptive_avg_pool-unequal", Sequential().adaptive_avg_pool((4, 5)), IMAGE, ()),
+    ("adaptive_max_pool-equal", Sequential().adaptive_max_pool(3), IMAGE, ()),
+    ("adaptive_max_pool-unequal", Sequential().adaptive_max_pool((4, 3)), IMAGE, ()),
+    ("adaptive_max_pool3d-unequal", Sequential().adaptive_max_pool((2, 3, 3)), VOLUME, ()),
+    ("pad-constant", Sequential().pad(1, value=0.5), IMAGE, ()),
+    ("pad-reflect", Sequential().pad(((1, 0), (0, 2)), mode="reflect"), IMAGE, ()),
+    ("pad-edge-series", Sequential().pad(2, mode="edge"), SERIES, LENGTHS),
+    ("pad-after-dense", Sequential().dense(3).pad(((1, 2),)), SERIES, LENGTHS),
+    ("upsample-nearest", Sequential().upsample(scale=2), IMAGE, ()),
+    ("upsample-bilinear-size", Sequential().upsample(size=(9, 8), mode="bilinear"), IMAGE, ()),
+    ("upsample-bilinear-corners", Sequential().upsample(scale=(2, 3), mode="bilinear",
+                                                        align_corners=True), IMAGE, ()),
+    ("upsample-size-multiple", Sequential().upsample(size=12), IMAGE, ()),
+    ("upsample-series", Sequential().upsample(scale=3, mode="bilinear"), SERIES, LENGTHS),
+    ("flatten-dense", Sequential().conv2d(3, 3).flatten().relu().dense(4), IMAGE, ()),
+    ("flatten-ends", Sequential().conv2d(2, 3).flatten(), IMAGE, ()),
+    ("flatten-silu-dropout-dense", Sequential().conv2d(2, 3).flatten().silu().dropout(0.2)
+     .dense(3), IMAGE, ()),
+    ("flatten-softmax-dense", Sequential().max_pool2d(2).flatten().softmax().dense(3), IMAGE, ()),
+    ("reshape", Sequential().flatten().dense(12).reshape(Shape(2, 3, 2)).conv2d(2, 2), IMAGE, ()),
+    ("layer_norm-image", Sequential().conv2d(3, 3).layer_norm().conv2d(2, 2), IMAGE, ()),
+    ("layer_norm-series", Sequential().layer_norm(eps=1e-3), SERIES, LENGTHS),
+    ("rms_norm-image", Sequential().conv2d(3, 3).rms_norm(), IMAGE, ()),
+    ("rms_norm-row", Sequential().dense(4).rms_norm(eps=1e-6), Shape(3), ()),
+    ("batch_norm-image", Sequential().conv2d(3, 3).batch_norm(momentum=0.3), IMAGE, ()),
+    ("batch_norm-series", Sequential().batch_norm(), SERIES, LENGTHS),
+    ("batch_norm-rows", Sequential().dense(4).batch_norm(eps=1e-3).relu(), Shape(3), ()),
+    ("group_norm", Sequential().conv2d(4, 3).group_norm(2), IMAGE, ()),
+    ("instance_norm-series", Sequential().conv1d(3, 2, padding="same").instance_norm(), SERIES,
+     LENGTHS),
+    ("spatial_dropout", Sequential().conv2d(3, 3).spatial_dropout(0.3).max_pool2d(2), IMAGE, ()),
+]
+
+
+@pytest.mark.parametrize("spec, shape, lengths", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_layer_everywhere(spec, shape, lengths):
+    trainable = spec.lower(shape).parameter_count() > 0  # a pool alone has nothing to train
+    check_layer(spec, shape, lengths=lengths, train_again=trainable)
