@@ -1,55 +1,63 @@
-"""Dense network training steps: deepsharp vs PyTorch on the CPU, in one run.
+"""A dense network trained by deepsharp and by PyTorch side by side on this CPU.
 
-14 -> dense 256 relu -> dense 256 relu -> dense 1, binary cross-entropy, Adam, batch 128.
+14 -> dense 256 relu -> dense 256 relu -> dense 1, binary cross-entropy, Adam, batch 128;
+each round is one epoch of 40 batches.
+
+    .venv/bin/python benchmarks/bench_mlp.py
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from side_by_side import print_table, side_by_side
 
-def _time(step, warmup: int = 5, seconds: float = 3.0) -> float:
-    for _ in range(warmup):
-        step()
-    count, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
-        step()
-        count += 1
-    return count / (time.perf_counter() - started)
+BATCH, BATCHES = 128, 40
+
+
+def _data() -> tuple[np.ndarray, np.ndarray]:
+    generator = np.random.default_rng(0)
+    x = generator.standard_normal((BATCH * BATCHES, 14)).astype(np.float32)
+    return x, (x[:, :3].sum(axis=1, keepdims=True) > 0).astype(np.float32)
+
+
+def deepsharp_epoch():
+    from deepsharp import Adam, BinaryCrossEntropy, RandomStream, Sequential, Shape
+
+    x, y = _data()
+    network = (Sequential().dense(256).relu().dense(256).relu().dense(1)
+               .lower(Shape(14), RandomStream(0)))
+    optimizer = Adam(1e-3)
+    return lambda: network.fit(x, y, loss=BinaryCrossEntropy(), optimizer=optimizer,
+                               batch_size=BATCH, progress=False)
+
+
+def torch_epoch():
+    import torch
+
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    x, y = (torch.from_numpy(a) for a in _data())
+    model = torch.nn.Sequential(torch.nn.Linear(14, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                                torch.nn.ReLU(), torch.nn.Linear(256, 1))
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+
+    def epoch() -> None:
+        order = torch.randperm(len(x))
+        for start in range(0, len(x), BATCH):
+            index = order[start:start + BATCH]
+            optimizer.zero_grad()
+            torch.nn.functional.binary_cross_entropy_with_logits(model(x[index]), y[index]).backward()
+            optimizer.step()
+
+    return epoch
 
 
 def main() -> list[dict]:
-    import torch
+    rows = side_by_side("mlp", deepsharp_epoch, torch_epoch, BATCHES)
+    print_table(rows)
+    return rows
 
-    from deepsharp import Adam, BinaryCrossEntropy, RandomStream, Sequential, Shape, Tensor
 
-    torch.set_num_threads(2)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((128, 14)).astype(np.float32)
-    y = (rng.random((128, 1)) > 0.5).astype(np.float32)
-
-    network = Sequential().dense(256).relu().dense(256).relu().dense(1).lower(Shape(14), RandomStream(0))
-    loss, optimizer = BinaryCrossEntropy(), Adam(1e-3)
-    optimizer.bind(network.trainable_parameters())
-
-    def ours():
-        value = loss(network.logits(Tensor(x), loss), y)
-        optimizer.zero_grad()
-        value.backward()
-        optimizer.step()
-
-    model = torch.nn.Sequential(torch.nn.Linear(14, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
-                                torch.nn.ReLU(), torch.nn.Linear(256, 1))
-    topt = torch.optim.Adam(model.parameters(), 1e-3)
-    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-
-    def theirs():
-        topt.zero_grad()
-        torch.nn.functional.binary_cross_entropy_with_logits(model(tx), ty).backward()
-        topt.step()
-
-    a, b = _time(ours), _time(theirs)
-    print(f"mlp training steps/s: deepsharp {a:.0f}, torch {b:.0f}, ratio {a / b:.2f}")
-    return [{"benchmark": "mlp", "deepsharp_steps_s": a, "torch_steps_s": b, "ratio": a / b}]
+if __name__ == "__main__":
+    main()
