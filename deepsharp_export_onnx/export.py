@@ -35,6 +35,7 @@ STEPS = "steps"
 META_FEATURES = "features"
 META_SHAPE = "deepsharp.example_shape"
 META_TRAINING_ONLY = "deepsharp.training_only"
+META_TRAINING_SETTINGS = "deepsharp.training_settings"
 
 
 def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
@@ -202,6 +203,10 @@ class OnnxExport:
                   if spec.training_only]  # inside composite layers' branches too (3.branch.1)
         if silent:
             metadata[META_TRAINING_ONLY] = json.dumps(silent, sort_keys=True)
+        settings = {place: {name: getattr(spec, name) for name in spec.training_fields}
+                    for place, spec in walk_specs(network.spec) if spec.training_fields}
+        if settings:
+            metadata[META_TRAINING_SETTINGS] = json.dumps(settings, sort_keys=True)
         return metadata
 
     @staticmethod

@@ -21,8 +21,8 @@ import numpy as np
 import onnx
 
 from deepsharp.errors import SpecError
-from deepsharp.layers.base import LayerSpec, parse_spec
-from deepsharp.layers.composite import insert_at
+from deepsharp.layers.base import LayerSpec, make_spec, parse_spec
+from deepsharp.layers.composite import insert_at, replace_at, spec_at
 from deepsharp.losses import Loss
 from deepsharp.network import Network
 from deepsharp.random import RandomStream
@@ -30,7 +30,9 @@ from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
 from deepsharp_export_onnx.annotations import InputContract, declared_dims
 from deepsharp_export_onnx.errors import ImportRefused
-from deepsharp_export_onnx.export import META_FEATURES, META_SHAPE, META_TRAINING_ONLY
+from deepsharp_export_onnx.export import (
+    META_FEATURES, META_SHAPE, META_TRAINING_ONLY, META_TRAINING_SETTINGS,
+)
 from deepsharp_export_onnx.reader import (
     FORK_READERS, PATTERN_READERS, READERS, GraphView, Read, Reading, Unreadable,
 )
@@ -116,7 +118,8 @@ class OnnxFile:
         if faults:
             raise ImportRefused(faults)
         specs, slots = self._training_only(view, specs, slots)
-        network = Sequential(layers=tuple(specs)).lower(shape, RandomStream(0))
+        stack = self._training_settings(view, Sequential(layers=tuple(specs)))
+        network = stack.lower(shape, RandomStream(0))
         state = {f"{i}.{name}": value for i, s in enumerate(slots) for name, value in s.items()}
         network.load_state_dict(state, strict=True)
         features = json.loads(view.metadata[META_FEATURES]) if META_FEATURES in view.metadata else None
@@ -182,6 +185,25 @@ class OnnxFile:
             specs[index] = stack[0]
             slots[index] = _shift_slots(slots[index], inner)
         return specs, slots
+
+
+    @staticmethod
+    def _training_settings(view: GraphView, stack: Sequential) -> Sequential:
+        """Give back the settings no node holds (batch norm's momentum) from the metadata."""
+        if META_TRAINING_SETTINGS not in view.metadata:
+            return stack
+        for place, values in sorted(json.loads(view.metadata[META_TRAINING_SETTINGS]).items()):
+            try:
+                spec = spec_at(stack, place)
+                unknown = sorted(set(values) - set(spec.training_fields))
+                if unknown:
+                    raise SpecError(f"{spec.describe()} at place {place} has no training setting "
+                                    f"{', '.join(unknown)}")
+                stack = replace_at(stack, place, make_spec(type(spec), spec.kind,
+                                                           **{**spec.model_dump(), **values}))
+            except SpecError as error:
+                raise ImportRefused([f"metadata {META_TRAINING_SETTINGS}: {error}"]) from None
+        return stack
 
 
 def _place_key(place: str) -> tuple:

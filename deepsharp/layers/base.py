@@ -65,6 +65,8 @@ class LayerSpec(BaseModel):
     input_dtype: ClassVar[str] = "float32"
     # a layer that only acts in training (dropout, noise): an inference graph holds no node of it
     training_only: ClassVar[bool] = False
+    # settings that only act in training (batch norm's momentum): no node holds them either
+    training_fields: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def build(self, shape: Shape, at: Lowering) -> "Step":

@@ -76,6 +76,7 @@ class RmsNormStep(NormStep):
 class BatchNorm(LayerSpec):
     """Each channel normalised over the batch and the places (see the module's docstring)."""
 
+    training_fields = ("momentum",)
     momentum: float = Field(0.1, ge=0.0, le=1.0)
     eps: float = Field(1e-5, gt=0)
 

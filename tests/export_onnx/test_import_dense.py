@@ -103,3 +103,13 @@ def test_an_imported_network_holds_batches_to_the_input_annotation():
     with pytest.raises(AnnotationViolation) as caught:
         imported(np.zeros((2, 3, 4, 1), np.float32)[..., 0][:, :, :3])
     assert "value 'input' (graph input), axis 2: declared 4; the run produced 3" in str(caught.value)
+
+
+def test_training_settings_no_node_holds_come_back_from_the_metadata():
+    spec = (Sequential().dense(4).batch_norm(momentum=0.02)
+            .residual(Sequential().dense(4).batch_norm(momentum=0.3)).dense(1))
+    network = spec.lower(Shape(3), RandomStream(0))
+    data = OnnxExport(Shape(3)).to_bytes(network, MeanSquaredError())
+    imported = OnnxFile(MeanSquaredError()).read(data)
+    assert imported.spec == spec
+    assert OnnxExport(Shape(3)).to_bytes(imported, MeanSquaredError()) == data
