@@ -51,6 +51,13 @@ class TraceEmit(Emit):
         value = self._value(self.op.inputs[index])
         return value.array if value.kind == "constant" else None
 
+    def annotate_as(self, name: str, *, operand: int | None = None, result: int | None = None,
+                    perm: Sequence[int] | None = None) -> None:
+        value = self._value(self.op.inputs[operand] if operand is not None
+                            else self.op.outputs[result])
+        dims = value.dims if perm is None else tuple(value.dims[p] for p in perm)
+        self.tape.annotate(name, onnx_dims(dims), elem_type(value.dtype))
+
     def promoted(self, inputs: Sequence[str], skip: Sequence[int] = ()) -> list[str]:
         target = self._value(self.op.outputs[0]).dtype
         result = []
