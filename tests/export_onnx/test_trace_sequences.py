@@ -179,6 +179,9 @@ def test_an_lstm_tagger_over_symbolic_steps():
                           parameters=dict(model._slots()))
     assert checked.count("LSTM") == 1 and checked.count("GRU") == 1
     assert _output_dims(checked) == {"tags": ["batch", "steps", 3], "summary": ["batch", 2]}
+    # the weights are held once, in ONNX's gate order (the traced parameters nothing reads dropped)
+    read = {i for node in checked.model.graph.node for i in node.input}
+    assert {i.name for i in checked.model.graph.initializer} <= read
     assert max(checked.errors.values()) < 1e-5
 
 
@@ -241,3 +244,31 @@ def test_a_traced_stack_gives_the_numbers_of_the_exported_stack(spec, shape, axe
         assert_close(run_reference(model, x), expected, 1e-4, f"reference evaluator, batch {n}")
         bindings = check_annotations(model, {"input": x})
         assert bindings["batch"] == n and bindings.get("steps", steps) == steps
+
+
+class Classifier(Module):
+    """Ids -> embedding -> LSTM over the real steps -> its last state -> two classes."""
+
+    input_dtype = "int64"
+
+    def __init__(self):
+        super().__init__()
+        self.tagger = Tagger()
+
+    def forward(self, ids):
+        return self.tagger(ids)["summary"]
+
+
+def test_onnx_export_of_a_module_over_ids_has_symbolic_steps():
+    module = Classifier()
+    data = OnnxExport(Shape(9)).to_bytes(module, MeanSquaredError())
+    model = onnx.load_from_string(data)
+    assert_valid(model)
+    dims = [d.dim_param or d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", "steps"]
+    generator = np.random.default_rng(3)
+    for n, steps in [(1, 4), (6, 17)]:
+        ids = generator.integers(0, 12, (n, steps))
+        assert_close(ort_session(data).run(None, {"input": ids})[0], module.evaluate(ids), 1e-5,
+                     f"{n} series of {steps} steps")
+        assert check_annotations(model, {"input": ids}) == {"batch": n, "steps": steps}

@@ -4,13 +4,16 @@ written as code with a symbolic width, and what cannot be expressed (SYMBOLIC_SH
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 
-from deepsharp import Module, Parameter, functional as F
+from deepsharp import MeanSquaredError, Module, Parameter, Shape, functional as F
 from deepsharp.errors import TraceErrorKind, TraceException
 from deepsharp.tensors import Tensor
 from deepsharp.tracing import Tracer
-from tests.support.trace_check import check_trace
+from deepsharp_export_onnx import OnnxExport, check_annotations
+from tests.support.onnx_check import assert_valid, ort_session
+from tests.support.trace_check import assert_close, check_trace
 
 _rng = np.random.default_rng(11)
 
@@ -49,6 +52,8 @@ CASES = [
      IMAGE, BW, "Conv"),
     ("conv2d-groups", lambda x: F.conv(F.concat([x, x], axis=-1), KG, groups=3,
                                        padding="same"), IMAGE, BW, "Conv"),
+    ("conv-kernel-computed-in-the-graph", lambda x: F.conv(x, K1 * x.mean().tanh(), padding=1),
+     SERIES, BT, "Conv"),
     ("conv3d", lambda x: F.conv(x, K3, padding=(1, 0, 1)), {"x": ("batch", 4, 5, 6, 3)}, B, "Conv"),
     ("conv-transpose1d-stride-2", lambda x: F.conv_transpose(x, KT1, B5, stride=2, padding=1,
                                                              output_padding=1),
@@ -61,6 +66,8 @@ CASES = [
     ("max-pool2d-same", lambda x: F.max_pool(x, 3, stride=2, padding="same"), IMAGE, BW, "MaxPool"),
     ("max-pool2d-dilated", lambda x: F.max_pool(x, 2, stride=1, dilation=2), IMAGE, BW, "MaxPool"),
     ("avg-pool-border-not-counted", lambda x: F.avg_pool(x, 3, stride=1, padding=1), IMAGE, BW,
+     "AveragePool"),
+    ("avg-pool-same-strided", lambda x: F.avg_pool(x, 3, stride=2, padding="same"), IMAGE, BW,
      "AveragePool"),
     ("avg-pool-border-counted", lambda x: F.avg_pool(x, 2, padding=1, count_include_pad=True),
      SERIES, BT, "AveragePool"),
@@ -197,3 +204,29 @@ def test_the_cnn_through_module_trace_names_its_slots():
     named = {i.name for i in proto.graph.initializer
              if "/" not in i.name and not i.name.startswith("const_")}
     assert named == set(model.state_dict())
+
+
+class SeriesCnn(Module):
+    """A convolution over a series' steps, a strided max pool, a mean over the steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.kernel, self.bias = Parameter(K1._data), Parameter(B5._data)
+        self.head = Parameter(weight(5, 2)._data)
+
+    def forward(self, x):
+        h = F.max_pool(F.conv(x, self.kernel, self.bias, padding="causal").relu(), 2)
+        return h.mean(axis=1) @ self.head
+
+
+def test_onnx_export_of_a_cnn_written_as_code_over_symbolic_steps():
+    module = SeriesCnn()
+    data = OnnxExport(Shape(16, 3)).to_bytes(module, MeanSquaredError())
+    model = onnx.load_from_string(data)
+    assert_valid(model)
+    for n, steps in [(1, 2), (4, 29)]:
+        x = np.random.default_rng(steps).standard_normal((n, steps, 3)).astype(np.float32)
+        assert_close(ort_session(data).run(None, {"input": x})[0], module.evaluate(x), 1e-5,
+                     f"{n} series of {steps} steps")
+        bindings = check_annotations(model, {"input": x})   # and the atoms the steps make
+        assert (bindings["batch"], bindings["steps"]) == (n, steps)
