@@ -5,10 +5,10 @@ Our values are channels-last, x (N, *places, C); ONNX's Conv, ConvTranspose, poo
 BatchNormalization and GroupNormalization take channels-first (N, C, *places). A layer writer
 receives its value already turned (the exporter writes one Transpose for a run of spatial steps);
 a primitive's entry, written for the tracer, turns its input with one Transpose, writes the node
-the layer writer writes, and turns the result back (ONNX Runtime drops a Transpose pair between
-two such nodes). LayerNormalization and RMSNormalization take the last axis and Pad any axes:
-no Transpose. Kernels are turned by a Transpose whose perm `layout` gives (a constant kernel is
-folded by the runtime); the parameter keeps its name.
+the layer writer writes, and turns the result back (ONNX Runtime's basic optimisations cancel the
+pairs between such nodes, through elementwise ones). LayerNormalization and RMSNormalization take
+the last axis and Pad any axes: no Transpose. Kernels are turned by a Transpose whose perm
+`layout` gives (the runtime folds it for a constant kernel): the parameter keeps its name.
 
 - `conv` -> Conv, `conv_transpose` -> ConvTranspose, `max_pool`/`avg_pool` -> MaxPool/AveragePool;
 - `adaptive_avg_pool`/`adaptive_max_pool` -> ReduceMean/ReduceMax to sizes of 1, a pool whose

@@ -100,6 +100,8 @@ CASES = [
      "BatchNormalization"),
     ("group-norm", lambda x: F.group_norm(F.concat([x, -x], axis=-1), 2, GAMMA6, BETA6), SERIES, BT,
      "GroupNormalization"),
+    ("group-norm-rows", lambda x: F.group_norm(F.concat([x, -x], axis=-1), 3, GAMMA6, BETA6),
+     {"x": ("batch", 3)}, B, "GroupNormalization"),
 ]
 
 
