@@ -197,3 +197,39 @@ def batch_norm(x: Tensor, running_mean: Tensor, running_var: Tensor, weight: Ten
         running._data *= 1.0 - momentum
         running._data += (momentum * batch).astype(running._data.dtype)
     return y
+
+
+# -- series: x (N, steps, C) -----------------------------------------------------------------------
+# Each is the primitive the layer of the same name applies (see deepsharp.layers.embedding,
+# .attention, .recurrent), with its weights as that layer holds them.
+def embedding(ids: Tensor, weight: Tensor, padding_index: int | None = None) -> Tensor:
+    """weight[ids]: int64 ids of any shape give ids.shape + (width,); the row `padding_index`
+    gets no gradient (PyTorch's padding_idx)."""
+    return apply("embedding", weight, ids,
+                 padding_index=-1 if padding_index is None else int(padding_index))
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor | None = None,
+              causal: bool = False, scale: float | None = None) -> Tensor:
+    """softmax(q k^T * scale) v over q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv), scale
+    1 / sqrt(d) unless given; `key_mask` (batch, Tk) bool leaves keys out, `causal` lets query i
+    see keys j <= i only; a query with no key left gives zeros."""
+    scale = 1.0 / float(np.sqrt(q.shape[-1])) if scale is None else float(scale)
+    extra = () if key_mask is None else (key_mask,)
+    return apply("attention", q, k, v, *extra, scale=scale, causal=int(causal))
+
+
+def lstm(x: Tensor, weight_ih: Tensor, weight_hh: Tensor, bias_ih: Tensor, bias_hh: Tensor,
+         lengths: Tensor | None = None, reverse: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+    """One LSTM layer over x (batch, steps, in), PyTorch's gates (i, f, g, o), kernels (in, 4H)
+    and (H, 4H): (y (batch, steps, H), last state (batch, H), last cell (batch, H)). `lengths`
+    (batch,) int64: each series' real steps (outputs beyond are zero)."""
+    extra = () if lengths is None else (lengths,)
+    return apply("lstm", x, weight_ih, weight_hh, bias_ih, bias_hh, *extra, reverse=int(reverse))
+
+
+def gru(x: Tensor, weight_ih: Tensor, weight_hh: Tensor, bias_ih: Tensor, bias_hh: Tensor,
+        lengths: Tensor | None = None, reverse: bool = False) -> tuple[Tensor, Tensor]:
+    """One GRU layer (PyTorch's gates r, z, n; kernels (in, 3H) and (H, 3H)): (y, last state)."""
+    extra = () if lengths is None else (lengths,)
+    return apply("gru", x, weight_ih, weight_hh, bias_ih, bias_hh, *extra, reverse=int(reverse))

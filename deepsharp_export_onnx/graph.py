@@ -149,7 +149,10 @@ def _annotate_the_rest(model: onnx.ModelProto) -> None:
         return
     symbols = sorted({d.dim_param for v in graph.input for d in v.type.tensor_type.shape.dim
                       if d.dim_param})
-    probes = [{s: base + 2 * i for i, s in enumerate(symbols)} for base in (997, 1999)]
+    # the symbols are spaced differently in the two probes, so that an extent derived from one
+    # (steps - 2 after a valid window) cannot follow another (batch) in both
+    probes = [{s: base + step * i for i, s in enumerate(symbols)}
+              for base, step in ((997, 2), (1999, 3))]
     inferred = [_infer_at(model, probe) for probe in probes]
     if any(found is None for found in inferred):
         return
@@ -166,16 +169,18 @@ def _annotate_the_rest(model: onnx.ModelProto) -> None:
 
 def _infer_at(model: onnx.ModelProto, sizes: dict[str, int]) -> dict[str, tuple[int, tuple]] | None:
     """(element type, concrete shape) of every value when each input symbol has the given size
-    (None when inference fails)."""
+    (None when inference fails). The annotations written are kept at those sizes (another
+    symbol's axis left unknown): inference goes on past a node it cannot see through, such as a
+    Reshape whose shape operand is computed from Shape nodes in a set without data propagation
+    for Gather."""
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
-    del probe.graph.value_info[:]
-    for output in probe.graph.output:
-        output.type.tensor_type.ClearField("shape")
-    for value in probe.graph.input:
+    for value in [*probe.graph.input, *probe.graph.value_info, *probe.graph.output]:
         for dim in value.type.tensor_type.shape.dim:
-            if dim.dim_param:
+            if dim.dim_param in sizes:
                 dim.dim_value = sizes[dim.dim_param]
+            elif dim.dim_param:
+                dim.Clear()
     try:
         inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=True, data_prop=True)
     except Exception:  # inference refusing a graph must not stop an export the checker passes

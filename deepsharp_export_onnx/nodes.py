@@ -58,6 +58,12 @@ class Emit:
         """Input `index`'s values when it is a constant of the trace (else None)."""
         return None
 
+    def annotate_as(self, name: str, *, operand: int | None = None, result: int | None = None,
+                    perm: Sequence[int] | None = None) -> None:
+        """Annotate `name` with the dims and type of input `operand` (or of result `result`),
+        its axes permuted by `perm`: what a node in between (a Transpose to channels-first) makes.
+        A layer writer's Emit knows no dims and annotates nothing."""
+
     def promoted(self, inputs: Sequence[str], skip: Sequence[int] = ()) -> list[str]:
         """`inputs` in the result's element type, as numpy promoted them (ONNX's arithmetic takes
         one type): a Cast where an input's type differs. Positions in `skip` are left alone."""
@@ -209,5 +215,6 @@ def _slice(emit, inputs, attrs, ranks):
     return emit("Slice", [inputs[0], *operands])
 
 
-# The sequence primitives (embedding, attention, lstm, gru) register themselves here too.
-from deepsharp_export_onnx import sequence_nodes  # noqa: E402,F401
+# The sequence primitives (embedding, attention, lstm, gru) and the spatial ones (convolutions,
+# pools, pad, resize, norms) register themselves here too.
+from deepsharp_export_onnx import sequence_nodes, spatial_nodes  # noqa: E402,F401

@@ -20,6 +20,7 @@ import numpy as np
 from onnx import TensorProto
 
 from deepsharp.tensors.ops.attention import LEFT_OUT
+from deepsharp.tracing import dims
 from deepsharp_export_onnx.nodes import Emit, writes_primitive
 from layout import (
     gru_biases_to_onnx, gru_kernel_to_onnx, lstm_biases_to_onnx, lstm_kernel_to_onnx,
@@ -29,7 +30,7 @@ ONNX_RECURRENT = {"lstm": ("LSTM", lstm_kernel_to_onnx, lstm_biases_to_onnx),
                   "gru": ("GRU", gru_kernel_to_onnx, gru_biases_to_onnx)}
 
 
-@writes_primitive("embedding")
+@writes_primitive("embedding", dims=dims.embedding)
 def _embedding(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int]) -> str:
     """The padding index only matters for gradients: the lookup is a plain Gather."""
     return emit("Gather", [inputs[0], inputs[1]], {"axis": 0})
@@ -82,7 +83,7 @@ def attention_nodes(emit: Emit, q: str, k_t: str, v: str, key_mask: str | None, 
     return out
 
 
-@writes_primitive("attention")
+@writes_primitive("attention", dims=dims.attention)
 def _attention(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int]) -> str:
     rank = ranks[0]
     perm = list(range(rank))
@@ -145,5 +146,5 @@ def _recurrent(kind: str):
     return write
 
 
-writes_primitive("lstm")(_recurrent("lstm"))
-writes_primitive("gru")(_recurrent("gru"))
+writes_primitive("lstm", dims=dims.recurrent)(_recurrent("lstm"))
+writes_primitive("gru", dims=dims.recurrent)(_recurrent("gru"))

@@ -51,6 +51,13 @@ class TraceEmit(Emit):
         value = self._value(self.op.inputs[index])
         return value.array if value.kind == "constant" else None
 
+    def annotate_as(self, name: str, *, operand: int | None = None, result: int | None = None,
+                    perm: Sequence[int] | None = None) -> None:
+        value = self._value(self.op.inputs[operand] if operand is not None
+                            else self.op.outputs[result])
+        dims = value.dims if perm is None else tuple(value.dims[p] for p in perm)
+        self.tape.annotate(name, onnx_dims(dims), elem_type(value.dtype))
+
     def promoted(self, inputs: Sequence[str], skip: Sequence[int] = ()) -> list[str]:
         target = self._value(self.op.outputs[0]).dtype
         result = []
@@ -126,7 +133,9 @@ class Lowering:
 
     # -- the walk -----------------------------------------------------------------------------------
     def run(self) -> list[str]:
-        """Write every operation, then the outputs; returns the output names."""
+        """Write every operation, then the outputs; returns the output names. A constant no node
+        reads is dropped: an entry that wrote it again in another form (an LSTM's weights in
+        ONNX's gate order) left it behind."""
         for op in self.graph.ops:
             self.lower(op)
         outputs = []
@@ -136,6 +145,10 @@ class Lowering:
                 self.tape.op("Identity", [self.names[vid]], name=name)
                 self.annotate(name, self.graph.values[vid])
             outputs.append(name)
+        read = {i for node in self.tape.nodes for i in node.inputs}
+        for name in [n for n in self.tape.initializers if n not in read]:
+            del self.tape.initializers[name]
+            self.tape.annotations.pop(name, None)
         return outputs
 
     def lower(self, op: TraceOp) -> None:
@@ -250,12 +263,13 @@ def export_module(exporter: Any, module: Any, loss: Any) -> onnx.ModelProto:
     from deepsharp_export_onnx.export import META_FEATURES, META_SHAPE, example_dims
     from deepsharp_export_onnx.values import Value
 
-    dims = example_dims(exporter.shape)
+    ids = getattr(module, "input_dtype", "float32") == "int64"
+    dims = example_dims(exporter.shape, ids=ids)  # a series of ids has symbolic steps too
     fixed = set(exporter.shape) | {n for t in module._slots().values() for n in t.shape}
     symbols = [d for d in dims if isinstance(d, str)]
     size = dict(zip(symbols, example_sizes(fixed, len(symbols))))
     shape = tuple(size[d] if isinstance(d, str) else d for d in dims)
-    if getattr(module, "input_dtype", "float32") == "int64":
+    if ids:
         example = np.zeros(shape, dtype=np.int64)
     else:
         example = np.random.default_rng(0).standard_normal(shape).astype(np.float32)

@@ -5,8 +5,9 @@ readers alike (so the two cannot disagree), each with a round-trip test.
 """
 
 from layout.conv import (
-    channels_first_flat_order, channels_first_to_flat_rows, conv_kernel_to_onnx,
-    conv_kernel_to_torch, conv_transpose_kernel_to_onnx, conv_transpose_kernel_to_torch,
+    channels_first_flat_order, channels_first_to_flat_rows, conv_kernel_onnx_perm,
+    conv_kernel_to_onnx, conv_kernel_to_torch, conv_transpose_kernel_onnx_perm,
+    conv_transpose_kernel_to_onnx, conv_transpose_kernel_to_torch,
     flat_rows_to_channels_first, onnx_to_conv_kernel, onnx_to_conv_transpose_kernel,
     torch_to_conv_kernel, torch_to_conv_transpose_kernel,
 )
@@ -21,8 +22,9 @@ __all__ = [
     "gemm_to_dense_kernel", "matmul_to_dense_kernel", "permute_dims", "to_channels_first",
     "to_channels_last", "torch_to_dense_kernel",
     # convolution kernels and rows flattened from images (layout.conv)
-    "channels_first_flat_order", "channels_first_to_flat_rows", "conv_kernel_to_onnx",
-    "conv_kernel_to_torch", "conv_transpose_kernel_to_onnx", "conv_transpose_kernel_to_torch",
+    "channels_first_flat_order", "channels_first_to_flat_rows", "conv_kernel_onnx_perm",
+    "conv_kernel_to_onnx", "conv_kernel_to_torch", "conv_transpose_kernel_onnx_perm",
+    "conv_transpose_kernel_to_onnx", "conv_transpose_kernel_to_torch",
     "flat_rows_to_channels_first", "onnx_to_conv_kernel", "onnx_to_conv_transpose_kernel",
     "torch_to_conv_kernel", "torch_to_conv_transpose_kernel",
 ]

@@ -19,10 +19,15 @@ from typing import Sequence
 import numpy as np
 
 
+def conv_kernel_onnx_perm(nd: int) -> tuple[int, ...]:
+    """The Transpose perm taking our convolution kernel of `nd` window axes to ONNX Conv's W (a
+    graph may turn a kernel with a Transpose node, which ONNX Runtime folds into a constant)."""
+    return (nd + 1, nd, *range(nd))
+
+
 def conv_kernel_to_onnx(kernel: np.ndarray) -> np.ndarray:
     """ONNX Conv's W (C_out, C_in / groups, *window) from our (*window, C_in / groups, C_out)."""
-    nd = kernel.ndim - 2
-    return np.ascontiguousarray(kernel.transpose(nd + 1, nd, *range(nd)))
+    return np.ascontiguousarray(kernel.transpose(conv_kernel_onnx_perm(kernel.ndim - 2)))
 
 
 def onnx_to_conv_kernel(w: np.ndarray) -> np.ndarray:
@@ -30,10 +35,14 @@ def onnx_to_conv_kernel(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(w.transpose(*range(2, nd + 2), 1, 0))
 
 
+def conv_transpose_kernel_onnx_perm(nd: int) -> tuple[int, ...]:
+    """The Transpose perm taking our transposed convolution kernel to ONNX ConvTranspose's W."""
+    return (nd, nd + 1, *range(nd))
+
+
 def conv_transpose_kernel_to_onnx(kernel: np.ndarray) -> np.ndarray:
     """ONNX ConvTranspose's W (C_in, C_out, *window) from our (*window, C_in, C_out)."""
-    nd = kernel.ndim - 2
-    return np.ascontiguousarray(kernel.transpose(nd, nd + 1, *range(nd)))
+    return np.ascontiguousarray(kernel.transpose(conv_transpose_kernel_onnx_perm(kernel.ndim - 2)))
 
 
 def onnx_to_conv_transpose_kernel(w: np.ndarray) -> np.ndarray:

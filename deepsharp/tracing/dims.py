@@ -18,7 +18,8 @@ import numpy as np
 
 from deepsharp.errors import TraceErrorKind, TraceException
 from deepsharp.tracing.reshape import Inexpressible, reshape_dims
-from deepsharp.tracing.symbols import Atom, Dim, Dims, Sym, describe, example
+from deepsharp.tensors.ops.windows import NOTSET
+from deepsharp.tracing.symbols import Atom, Dim, Dims, Sym, describe, example, symbolic
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,134 @@ def gather(ctx: DimContext) -> list[Dims]:
     return [data[:axis] + indices + data[axis + 1:]]
 
 
+# -- series, images and volumes: x (N, *places, C) ------------------------------------------------
+def _fixed(ctx: DimContext, operands: Sequence[Operand], what: str) -> None:
+    for operand in operands:
+        if symbolic(operand.dims):
+            raise ctx.symbolic(f"its {what} {describe(operand.dims)} has a symbolic size; it "
+                               f"must be fixed")
+
+
+def _keeps_length(ctx: DimContext, axis: int, nd: int) -> bool:
+    """Whether the window keeps every length of place axis `axis`: at stride 1 the length
+    changes by a constant (the border less the window's reach), zero here at every length."""
+    attrs = ctx.attrs
+    if attrs["strides"][axis] != 1:
+        return False
+    if ctx.op == "conv_transpose":
+        k, d, extra = example(ctx.operands[1].dims[axis]), attrs["dilations"][axis], \
+            attrs["output_padding"][axis]
+        return attrs["pads"][axis] + attrs["pads"][nd + axis] == (k - 1) * d + extra
+    if attrs.get("auto_pad", NOTSET) != NOTSET:  # SAME_UPPER: ceil(n / 1) = n
+        return True
+    k = attrs["kernel"][axis] if "kernel" in attrs else example(ctx.operands[1].dims[axis])
+    d = (attrs.get("dilations") or (1,) * nd)[axis]
+    return attrs["pads"][axis] + attrs["pads"][nd + axis] == (k - 1) * d
+
+
+def windowed(ctx: DimContext) -> list[Dims]:
+    """conv, conv_transpose, max_pool, avg_pool: the batch carries over; a symbolic place keeps
+    its symbol where the window keeps every length (stride 1, a border making up for the window),
+    else becomes a new atom held by the result; a convolution's channels are fixed (its kernel's),
+    a pool's carry over."""
+    x, shape = ctx.operands[0].dims, ctx.shapes[0]
+    nd = len(x) - 2
+    kernel = ctx.op in ("conv", "conv_transpose")
+    if kernel:
+        _fixed(ctx, ctx.operands[1:], "kernel or bias")
+        taken = example(ctx.operands[1].dims[-2]) * ctx.attrs.get("groups", 1)
+        _agree(ctx, nd + 1, [x[-1], taken], taken, "the input channels its kernel takes")
+    out: list[Dim] = [x[0]]
+    for axis, dim in enumerate(x[1:-1]):
+        if not isinstance(dim, Sym):
+            out.append(shape[1 + axis])
+        else:
+            out.append(dim if _keeps_length(ctx, axis, nd) else ctx.new_atom(0, 1 + axis))
+    out.append(shape[-1] if kernel else x[-1])
+    return [tuple(out)]
+
+
+def adaptive(ctx: DimContext) -> list[Dims]:
+    """adaptive pools: the places become the `sizes` (fixed), the batch and channels carry over.
+    Symbolic places are written for sizes of 1 (a reduction) or a series' one length (bins worked
+    out in the graph); channels must be fixed unless the sizes are 1."""
+    x, sizes = ctx.operands[0].dims, tuple(ctx.attrs["sizes"])
+    if not all(s == 1 for s in sizes):
+        if len(sizes) > 1 and symbolic(x[1:-1]):
+            raise ctx.symbolic(f"an adaptive pool of places {describe(x[1:-1])} to sizes {sizes}: "
+                               f"symbolic places are written for sizes of 1 or a series' one "
+                               f"length only")
+        if isinstance(x[-1], Sym):
+            raise ctx.symbolic(f"an adaptive pool over symbolic channels {x[-1]}: only sizes of "
+                               f"1 are written for them")
+    return [(x[0], *sizes, x[-1])]
+
+
+def resized(ctx: DimContext) -> list[Dims]:
+    """resize: the places become the recorded sizes, which were computed in Python from the
+    example's sizes: a symbolic place cannot follow them."""
+    x, sizes = ctx.operands[0].dims, tuple(ctx.attrs["sizes"])
+    for axis, dim in enumerate(x[1:-1], start=1):
+        if isinstance(dim, Sym):
+            raise ctx.symbolic(f"place axis {axis} is the symbolic size {dim}, but its output size "
+                               f"{sizes[axis - 1]} was fixed from the example's {dim.example} "
+                               f"places; resize fixed places only (trace with that axis fixed)")
+    return [(x[0], *sizes, x[-1])]
+
+
+def padded(ctx: DimContext) -> list[Dims]:
+    """pad: an axis padded by nothing carries over; a padded symbolic axis is a new atom."""
+    x, pads, shape = ctx.operands[0].dims, ctx.attrs["pads"], ctx.shapes[0]
+    out: list[Dim] = []
+    for axis, dim in enumerate(x):
+        if pads[axis] + pads[len(x) + axis] == 0:
+            out.append(dim)
+        else:
+            out.append(ctx.new_atom(0, axis) if isinstance(dim, Sym) else shape[axis])
+    return [tuple(out)]
+
+
+# -- sequences -------------------------------------------------------------------------------------
+def embedding(ctx: DimContext) -> list[Dims]:
+    """weight[ids]: the ids' dims, then the table's width."""
+    weight, ids = (o.dims for o in ctx.operands[:2])
+    return [ids + (weight[-1],)]
+
+
+def attention(ctx: DimContext) -> list[Dims]:
+    """q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv)[, key_mask (batch, Tk)] -> (..., Tq, dv):
+    the leading axes, the contracted width and the keys must agree."""
+    q, k, v = (o.dims for o in ctx.operands[:3])
+    rank = len(q)
+    lead = broadcast(ctx, [q[:-2], k[:-2], v[:-2]], ctx.shapes[0][:-2])
+    _agree(ctx, rank - 1, [q[-1], k[-1]], example(q[-1]), "the width the scores contract")
+    keys = _agree(ctx, rank - 2, [k[-2], v[-2]], example(k[-2]), "the keys and their values")
+    if len(ctx.operands) > 3:
+        mask = ctx.operands[3].dims
+        _agree(ctx, 0, [mask[0], lead[0]], example(mask[0]), "the key mask's batch")
+        _agree(ctx, 1, [mask[1], keys], example(mask[1]), "the key mask's keys")
+    return [lead + (q[-2], v[-1])]
+
+
+def recurrent(ctx: DimContext) -> list[Dims]:
+    """lstm, gru: x (batch, steps, in)[, lengths (batch,)] -> y (batch, steps, H) and the last
+    state(s) (batch, H). The weights must be constants: ONNX's LSTM and GRU take them in their
+    own gate order, which the writer makes from their numbers."""
+    x = ctx.operands[0].dims
+    weights = ctx.operands[1:5]
+    if any(w.traced for w in weights):
+        raise ctx.unsupported("its weights depend on an input; they must be constants (ONNX's "
+                              "node takes them in its own gate order, made from their numbers)")
+    _fixed(ctx, weights, "weight")
+    _agree(ctx, 2, [x[2], weights[0].dims[0]], example(x[2]), "the input width its kernel takes")
+    batch = x[0]
+    if len(ctx.operands) > 5:
+        batch = _agree(ctx, 0, [x[0], ctx.operands[5].dims[0]], example(x[0]),
+                       "the series' lengths")
+    hidden = ctx.shapes[0][-1]
+    return [(batch, x[1], hidden)] + [(batch, hidden)] * (len(ctx.shapes) - 1)
+
+
 def positional(ctx: DimContext) -> list[Dims]:
     """The default: result axis i answers to axis i of the first traced operand. It carries the
     operand's symbol when its example size is unchanged; a symbolic extent whose size changed
@@ -224,6 +353,7 @@ def positional(ctx: DimContext) -> list[Dims]:
     return results
 
 
-__all__ = ["DimContext", "DimRule", "Operand", "broadcast", "concat", "describe", "elementwise",
-           "expand", "gather", "matmul", "positional", "reduce", "reshape", "slice_",
-           "slice_axes", "transpose"]
+__all__ = ["DimContext", "DimRule", "Operand", "adaptive", "attention", "broadcast", "concat",
+           "describe", "elementwise", "embedding", "expand", "gather", "matmul", "padded",
+           "positional", "recurrent", "reduce", "resized", "reshape", "slice_", "slice_axes",
+           "transpose", "windowed"]

@@ -40,6 +40,10 @@ _LOSS = ("a loss: losses have no operator in the ONNX sets written and a trace i
 NOT_TRACEABLE: dict[str, str] = {
     "dropout": ("dropout in training mode: its random mask would be frozen into the graph; "
                 "trace the evaluation pass (module.eval(); Module.trace does so)"),
+    "batch_norm": ("batch normalisation in training mode: it normalises by the batch's own "
+                   "statistics and updates the running ones, which an inference graph does not; "
+                   "trace the evaluation pass (module.eval(); Module.trace does so), which "
+                   "normalises by the running statistics"),
     "mse_loss": _LOSS, "bce_logits_loss": _LOSS, "cross_entropy_loss": _LOSS,
     "cross_entropy_ids_loss": _LOSS,
 }

@@ -4,9 +4,10 @@ turned by `layout`, the border worked out for the places that reach the step."""
 from __future__ import annotations
 
 from deepsharp.layers.conv import ConvStep, ConvTransposeStep
+from deepsharp_export_onnx.spatial_nodes import conv_attrs, conv_transpose_attrs
 from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.writers.base import Writing, writes
-from deepsharp_export_onnx.writers.windows import border, fresh, ints, window_dims
+from deepsharp_export_onnx.writers.windows import fresh, window_dims
 from layout import Order, conv_kernel_to_onnx, conv_transpose_kernel_to_onnx
 
 
@@ -21,11 +22,8 @@ def _inputs(step, x: Value, w: Writing, kernel) -> list[str]:
 def write_conv(step: ConvStep, x: Value, w: Writing) -> Value:
     spec = step.spec
     kernel, strides, dilations = spec.kernel_size, spec.strides, spec.dilations
-    primitive = spec.attrs()
     places = x.dims[2:]
-    attrs = {"kernel_shape": ints(kernel), "strides": ints(strides), "dilations": ints(dilations),
-             "group": spec.groups,
-             **border(primitive["pads"], primitive["auto_pad"], places, kernel, strides, dilations)}
+    attrs = conv_attrs(spec.attrs(), kernel, places)
     y = w.node("Conv", _inputs(step, x, w, conv_kernel_to_onnx(step.weight._data)), attrs)
     out = window_dims(w, places, attrs, kernel, strides, dilations)
     return w.value(y, (x.dims[0], spec.filters, *out), x)
@@ -36,8 +34,7 @@ def write_conv_transpose(step: ConvTransposeStep, x: Value, w: Writing) -> Value
     spec = step.spec
     kernel, strides, dilations = spec.kernel_size, spec.strides, spec.dilations
     extra, pads = spec.output_paddings, spec.pads()
-    attrs = {"kernel_shape": ints(kernel), "strides": ints(strides), "dilations": ints(dilations),
-             "pads": ints(pads), "output_padding": ints(extra)}
+    attrs = conv_transpose_attrs(spec.attrs(), kernel)
     y = w.node("ConvTranspose", _inputs(step, x, w, conv_transpose_kernel_to_onnx(step.weight._data)),
                attrs)
     nd = len(kernel)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from deepsharp.layers.norm import (
     BatchNormStep, GroupNormStep, InstanceNormStep, LayerNormStep, RmsNormStep,
 )
+from deepsharp_export_onnx.nodes import Emit
+from deepsharp_export_onnx.spatial_nodes import norm_node
 from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.writers.base import Writing, writes
 from layout import Order
@@ -20,33 +22,30 @@ def _slots(step, w: Writing, *names: str) -> list[str]:
     return [w.slot(name, getattr(step, name)._data) for name in names]
 
 
+def _norm(step, x: Value, w: Writing, primitive: str, slots: tuple[str, ...], **attrs) -> Value:
+    inputs = [x.name, *_slots(step, w, *slots)]
+    y = norm_node(Emit(w.tape, w.base), primitive, inputs, {"eps": step.spec.eps, **attrs})
+    return w.value(y, x.dims, x)
+
+
 @writes(LayerNormStep)
 def write_layer_norm(step: LayerNormStep, x: Value, w: Writing) -> Value:
-    y = w.node("LayerNormalization", [x.name, *_slots(step, w, "weight", "bias")],
-               {"axis": -1, "epsilon": float(step.spec.eps)})
-    return w.value(y, x.dims, x)
+    return _norm(step, x, w, "layer_norm", ("weight", "bias"))
 
 
 @writes(RmsNormStep)
 def write_rms_norm(step: RmsNormStep, x: Value, w: Writing) -> Value:
-    y = w.node("RMSNormalization", [x.name, *_slots(step, w, "weight")],
-               {"axis": -1, "epsilon": float(step.spec.eps)})
-    return w.value(y, x.dims, x)
+    return _norm(step, x, w, "rms_norm", ("weight",))
 
 
 @writes(BatchNormStep, order=Order.CHANNELS_FIRST)
 def write_batch_norm(step: BatchNormStep, x: Value, w: Writing) -> Value:
-    # no `momentum`: a training setting, which the reference evaluator of sets 9-13 would apply
-    attrs = {"epsilon": float(step.spec.eps)}
-    slots = _slots(step, w, "weight", "bias", "running_mean", "running_var")
-    return w.value(w.node("BatchNormalization", [x.name, *slots], attrs), x.dims, x)
+    return _norm(step, x, w, "batch_norm_eval", ("weight", "bias", "running_mean", "running_var"))
 
 
 @writes(GroupNormStep, order=Order.CHANNELS_FIRST)
 def write_group_norm(step: GroupNormStep, x: Value, w: Writing) -> Value:
-    attrs = {"num_groups": step.groups(), "epsilon": float(step.spec.eps)}
-    y = w.node("GroupNormalization", [x.name, *_slots(step, w, "weight", "bias")], attrs)
-    return w.value(y, x.dims, x)
+    return _norm(step, x, w, "group_norm", ("weight", "bias"), groups=step.groups())
 
 
 @writes(InstanceNormStep, order=Order.CHANNELS_FIRST)

@@ -15,6 +15,7 @@ import numpy as np
 from deepsharp.layers.resample import PadStep, UpsampleStep
 from deepsharp_export_onnx.compositions import resize_over_length
 from deepsharp_export_onnx.nodes import Emit
+from deepsharp_export_onnx.spatial_nodes import coordinates, pad_node, resize_node, size_scale
 from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.writers.base import Writing, writes
 from deepsharp_export_onnx.writers.windows import fresh
@@ -33,18 +34,8 @@ def write_pad(step: PadStep, x: Value, w: Writing) -> Value:
         pads[axis], pads[x.rank + axis] = b, e
         n = dims[axis]
         dims[axis] = n + b + e if isinstance(n, int) else (n if b + e == 0 else fresh(w, n))
-    attrs = {"mode": spec.mode, "pads": pads}
-    if spec.mode == "constant":
-        attrs["value"] = float(spec.value)
-    return w.value(w.node("Pad", [x.name], attrs), tuple(dims), x)
-
-
-def size_scale(length: int, size: int) -> np.float32:
-    """The float32 scale whose product with `length` floors to `size`."""
-    scale = np.float32(size / length)
-    while np.floor(np.float32(length) * scale) < size:
-        scale = np.nextafter(scale, np.float32(np.inf))
-    return scale
+    y = pad_node(Emit(w.tape, w.base), x.name, pads, spec.mode, spec.value)
+    return w.value(y, tuple(dims), x)
 
 
 @writes(UpsampleStep, order=Order.CHANNELS_FIRST)
@@ -65,15 +56,9 @@ def write_upsample(step: UpsampleStep, x: Value, w: Writing) -> Value:
     else:
         out = list(spec.sizes(places))
         scales = [size_scale(n, s) for n, s in zip(places, out)]
-    scale_input = w.constant("scales", [1.0, 1.0, *scales], np.float32)
-    y = w.node("Resize", [x.name, w.constant("roi", [], np.float32), scale_input],
-               _coordinates(spec))
+    y = resize_node(Emit(w.tape, w.base), x.name, scales, _coordinates(spec))
     return w.value(y, (x.dims[0], x.dims[1], *out), x)
 
 
 def _coordinates(spec) -> dict:
-    if spec.mode == "nearest":
-        return {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
-                "nearest_mode": "floor"}
-    return {"mode": "linear", "coordinate_transformation_mode":
-            "align_corners" if spec.align_corners else "half_pixel"}
+    return coordinates(spec.mode == "nearest", spec.align_corners)

@@ -1,4 +1,5 @@
-"""What the writers of windowed steps share: the border attributes and the output dims.
+"""What the writers of windowed steps share: the output dims (the border attributes are
+`spatial_nodes.border`, shared with the tracer).
 
 Places of fixed size (an image's) get their exact sizes and explicit pads. A series' steps are
 the symbol `steps`: a step that keeps a series' length keeps its symbol; one that changes it by a
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from deepsharp.tensors.ops.windows import NOTSET, output_lengths, same_upper_pads
+from deepsharp.tensors.ops.windows import output_lengths, same_upper_pads
 from deepsharp_export_onnx.values import Dims
 from deepsharp_export_onnx.writers.base import Writing
 
@@ -19,19 +20,6 @@ from deepsharp_export_onnx.writers.base import Writing
 def fresh(w: Writing, symbol: str) -> str:
     """A new symbol for a length made from `symbol` by this step."""
     return f"{symbol}_{w.step.place}".replace(".", "_")
-
-
-def border(pads: Sequence[int], auto_pad: str, places: Dims, kernel: Sequence[int],
-           strides: Sequence[int], dilations: Sequence[int]) -> dict[str, Any]:
-    """The `pads` (or `auto_pad`) attribute for places of `places` (numbers or symbols)."""
-    if auto_pad == NOTSET:
-        return {"pads": list(pads)}
-    symbolic = [i for i, n in enumerate(places) if not isinstance(n, int)]
-    if any(strides[i] != 1 for i in symbolic):
-        return {"auto_pad": auto_pad}
-    # with stride 1 the border is the same for every length: work it out for any
-    lengths = [n if isinstance(n, int) else 1 for n in places]
-    return {"pads": list(same_upper_pads(lengths, kernel, strides, dilations))}
 
 
 def window_dims(w: Writing, places: Dims, attrs: dict[str, Any], kernel: Sequence[int],
@@ -55,7 +43,3 @@ def window_dims(w: Writing, places: Dims, attrs: dict[str, Any], kernel: Sequenc
         else:
             out.append(fresh(w, n))
     return tuple(out)
-
-
-def ints(values: Sequence[int]) -> list[int]:
-    return [int(v) for v in values]

@@ -271,6 +271,17 @@ def test_training_mode_dropout_is_unsupported():
         assert F.dropout(x, 0.5, training=False) is x
 
 
+def test_training_mode_batch_norm_is_unsupported():
+    mean, var = Tensor(np.zeros(4, np.float32)), Tensor(np.ones(4, np.float32))
+    scale, shift = Tensor(np.ones(4, np.float32)), Tensor(np.zeros(4, np.float32))
+    with Tracer() as tracer:
+        x = tracer.input("x", example(3, 5, 4), {0: "batch"})
+        with refused(Kind.UNSUPPORTED_OPERATION, "batch_norm (operation 1)", "training mode",
+                     "running statistics"):
+            F.batch_norm(x, mean, var, scale, shift, training=True)
+    np.testing.assert_array_equal(mean.numpy(), 0.0)  # refused before the running update
+
+
 def test_a_primitive_without_a_mapping_is_unsupported_by_name():
     @primitive("test_unmapped_square")
     class _Square:
@@ -281,7 +292,8 @@ def test_a_primitive_without_a_mapping_is_unsupported_by_name():
         with Tracer() as tracer:
             x = tracer.input("x", example(3, 4))
             with refused(Kind.UNSUPPORTED_OPERATION, "test_unmapped_square (operation 1)",
-                         "no mapping to ONNX nodes", "mapped: abs, add"):
+                         "no mapping to ONNX nodes",
+                         "mapped: abs, adaptive_avg_pool, adaptive_max_pool, add"):
                 apply("test_unmapped_square", x)
     finally:
         del PRIMITIVES["test_unmapped_square"]

@@ -139,7 +139,7 @@ def test_several_inputs_share_a_symbol_and_outputs_keep_their_order():
     assert dims == [["batch", 4], ["batch", 2], ["batch", 2], ["batch", 2]]
     a2, b2 = example(6, 4), example(6, 2)
     first, second = run(model, a=a2, b=b2)
-    np.testing.assert_allclose(second, a2.sum(1, keepdims=True) + b2, rtol=1e-6)
+    np.testing.assert_allclose(second, a2.sum(1, keepdims=True) + b2, rtol=1e-6, atol=1e-6)
 
 
 def test_equal_traces_give_equal_bytes():

@@ -10,7 +10,7 @@ from deepsharp import functional as F
 from deepsharp.tensors import PRIMITIVES, Tensor, apply
 from deepsharp.tracing.tracer import ALIASES, NOT_TRACEABLE
 from deepsharp_export_onnx.nodes import PRIMITIVE_NODES
-from tests.support.trace_check import check_trace, normal_inputs
+from tests.support.trace_check import check_trace, named_inputs
 
 _rng = np.random.default_rng(7)
 W = Tensor(_rng.standard_normal((4, 6)).astype(np.float32))
@@ -24,14 +24,6 @@ B = {"batch": (7, 1, 8)}
 BT = {"batch": (7, 1, 6), "steps": (5, 2, 9)}
 X = {"x": ("batch", 4)}
 XS = {"x": ("batch", "steps", 4)}
-
-
-def make(name, shape, generator):
-    if name == "ids":
-        return generator.integers(0, 10, shape)
-    if name == "flag":
-        return generator.random(shape) > 0.5
-    return normal_inputs(name, shape, generator)
 
 
 # (id, function, inputs, sizes, an ONNX op the graph must hold)
@@ -108,7 +100,7 @@ CASES = [
 @pytest.mark.parametrize("fn, inputs, sizes, op_type", [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])
 def test_traced_op_matches_eager(fn, inputs, sizes, op_type):
-    checked = check_trace(fn, inputs, sizes, make=make)
+    checked = check_trace(fn, inputs, sizes, make=named_inputs)
     assert op_type in checked.ops(), checked.ops()
 
 

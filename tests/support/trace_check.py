@@ -7,8 +7,12 @@
 2. writes the graph; `check_model(full_check=True)`; every symbol is a dim_param of the inputs;
 3. ONNX Runtime agrees with `fn` run eagerly (no trace) within `atol`, scaled by the largest
    expected magnitude, at the traced sizes, at every other size of each symbol (the others kept),
-   and with every symbol at its last size; the reference evaluator (shape annotations checked)
-   agrees at the traced and the last sizes.
+   and with every symbol at its last size, and deepsharp's annotation checker finds every shape
+   annotation kept at each of those sizes (each symbol bound to its size); the reference
+   evaluator (shape annotations checked; its LSTM and GRU honouring sequence_lens) agrees at the
+   traced and the last sizes.
+
+`Checked.errors` holds the largest scaled error ONNX Runtime gave per output.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from onnx.reference import ReferenceEvaluator
 
 from deepsharp.tensors import Tensor
 from deepsharp.tracing import TracedModel, Tracer
+from deepsharp_export_onnx import check_annotations
 from tests.support.onnx_check import assert_valid, ort_session
+from tests.support.reference_ops import REFERENCE_OPS
 
 Shape = tuple[int | str, ...]
 Make = Callable[[str, tuple[int, ...], np.random.Generator], np.ndarray]
@@ -32,11 +38,22 @@ def normal_inputs(name: str, shape: tuple[int, ...], generator: np.random.Genera
     return generator.standard_normal(shape).astype(np.float32)
 
 
+def named_inputs(name: str, shape: tuple[int, ...], generator: np.random.Generator) -> np.ndarray:
+    """By the input's name: "ids" int64 ids 0..9, "flag" or "mask" bools (70% True), else
+    normal float32."""
+    if name == "ids":
+        return generator.integers(0, 10, shape)
+    if name in ("flag", "mask"):
+        return generator.random(shape) > 0.3
+    return normal_inputs(name, shape, generator)
+
+
 @dataclass
 class Checked:
     traced: TracedModel
     model: onnx.ModelProto
     data: bytes
+    errors: dict[str, float]  # output -> the largest error ONNX Runtime gave, over the scale
 
     @property
     def opset(self) -> int:
@@ -57,14 +74,16 @@ def _concrete(shape: Shape, sizes: Mapping[str, int]) -> tuple[int, ...]:
     return tuple(sizes[d] if isinstance(d, str) else d for d in shape)
 
 
-def assert_close(got: np.ndarray, expected: np.ndarray, atol: float, what: str) -> None:
+def assert_close(got: np.ndarray, expected: np.ndarray, atol: float, what: str) -> float:
+    """Returns the error over the scale (the largest expected magnitude, at least 1)."""
     assert got.shape == expected.shape, f"{what}: shape {got.shape} != {expected.shape}"
     if expected.dtype.kind in "iub":
         np.testing.assert_array_equal(got, expected, err_msg=what)
-        return
+        return 0.0
     scale = max(1.0, float(np.abs(expected).max())) if expected.size else 1.0
     error = float(np.abs(got.astype(np.float64) - expected).max()) if expected.size else 0.0
     assert error <= atol * scale, f"{what}: max error {error:.3g} > {atol} x {scale:.3g}"
+    return error / scale
 
 
 def check_trace(fn: Callable[..., Any], inputs: Mapping[str, Shape],
@@ -97,16 +116,22 @@ def check_trace(fn: Callable[..., Any], inputs: Mapping[str, Shape],
     assignments += [{**traced_sizes, s: v} for s, values in sizes.items() for v in values[1:]]
     if sizes:
         assignments.append({s: values[-1] for s, values in sizes.items()})
+    errors: dict[str, float] = {}
     for index, assign in enumerate(assignments):
         arrays = first if index == 0 else batch(assign)
         expected = {n: t._data for n, t in _outputs(fn(**{k: Tensor(a) for k, a in arrays.items()})).items()}
         got = dict(zip([o.name for o in model.graph.output], session.run(None, arrays)))
         for name, value in expected.items():
-            assert_close(got[name], value, atol, f"ONNX Runtime, output {name!r}, sizes {assign}")
+            error = assert_close(got[name], value, atol,
+                                 f"ONNX Runtime, output {name!r}, sizes {assign}")
+            errors[name] = max(errors.get(name, 0.0), error)
+        bindings = check_annotations(model, arrays)
+        assert {s: bindings.get(s) for s in assign} == dict(assign), (bindings, assign)
         if reference and index in (0, len(assignments) - 1):
-            evaluator = ReferenceEvaluator(model, check_shape_annotations=True)
+            evaluator = ReferenceEvaluator(model, check_shape_annotations=True,
+                                           new_ops=REFERENCE_OPS)
             answers = dict(zip(evaluator.output_names, evaluator.run(None, arrays)))
             for name, value in expected.items():
                 assert_close(np.asarray(answers[name]), value, 10 * atol,
                              f"reference evaluator, output {name!r}, sizes {assign}")
-    return Checked(traced, model, data)
+    return Checked(traced, model, data, errors)
