@@ -12,10 +12,8 @@ deepsharp's model is the layer stack
       .residual(Sequential().layer_norm().dense(512).gelu().dense(128))
       .global_avg_pool().dense(2)
 
-when `layer_norm` and `global_avg_pool` are verbs (they come with the spatial layer family);
-until then it is the same block written as a `deepsharp.Module`, its layer norms written with
-tensor operations. PyTorch's is `nn.TransformerEncoderLayer(norm_first=True, activation="gelu",
-dropout=0)` between the same embedding and head.
+and PyTorch's is `nn.TransformerEncoderLayer(norm_first=True, activation="gelu", dropout=0)`
+between the same embedding and head.
 """
 
 from __future__ import annotations
@@ -36,52 +34,11 @@ def _data() -> tuple[np.ndarray, np.ndarray]:
 def deepsharp_model():
     from deepsharp import RandomStream, Sequential, Shape
 
-    random = RandomStream(0)
-    if hasattr(Sequential, "layer_norm") and hasattr(Sequential, "global_avg_pool"):
-        spec = (Sequential().embedding(VOCABULARY, WIDTH)
-                .residual(Sequential().layer_norm().multi_head_attention(HEADS, WIDTH))
-                .residual(Sequential().layer_norm().dense(FEED).gelu().dense(WIDTH))
-                .global_avg_pool().dense(CLASSES))
-        return spec.lower(Shape(TOKENS), random)
-    return EncoderClassifier(random)
-
-
-def layer_norm(x, scale, shift, eps: float = 1e-5):
-    """(x - mean) / sqrt(var + eps) * scale + shift over the last axis, with tensor operations."""
-    centred = x - x.mean(axis=-1, keepdims=True)
-    variance = (centred * centred).mean(axis=-1, keepdims=True)
-    return centred / (variance + eps).sqrt() * scale + shift
-
-
-def _encoder_classifier():
-    from deepsharp import Module, Parameter, Sequential, Shape
-
-    class Classifier(Module):
-        def __init__(self, random) -> None:
-            super().__init__()
-            series = Shape(TOKENS, WIDTH)
-            self.embed = Sequential().embedding(VOCABULARY, WIDTH).lower(
-                Shape(TOKENS), random, place="embed.")
-            self.attend = Sequential().multi_head_attention(HEADS, WIDTH).lower(
-                series, random, place="attend.")
-            self.feed = Sequential().dense(FEED).gelu().dense(WIDTH).lower(
-                series, random, place="feed.")
-            self.head = Sequential().dense(CLASSES).lower(Shape(WIDTH), random, place="head.")
-            for name in ("norm1", "norm2"):
-                setattr(self, f"{name}_scale", Parameter(np.ones(WIDTH, np.float32)))
-                setattr(self, f"{name}_shift", Parameter(np.zeros(WIDTH, np.float32)))
-
-        def forward(self, ids):
-            x = self.embed(ids)
-            x = x + self.attend(layer_norm(x, self.norm1_scale, self.norm1_shift))
-            x = x + self.feed(layer_norm(x, self.norm2_scale, self.norm2_shift))
-            return self.head(x.mean(axis=1))
-
-    return Classifier
-
-
-def EncoderClassifier(random):  # noqa: N802 - builds the Module class lazily (deepsharp import)
-    return _encoder_classifier()(random)
+    spec = (Sequential().embedding(VOCABULARY, WIDTH)
+            .residual(Sequential().layer_norm().multi_head_attention(HEADS, WIDTH))
+            .residual(Sequential().layer_norm().dense(FEED).gelu().dense(WIDTH))
+            .global_avg_pool().dense(CLASSES))
+    return spec.lower(Shape(TOKENS), RandomStream(0))
 
 
 def deepsharp_epoch():

@@ -49,6 +49,7 @@ def test_training_is_reproducible_from_the_seed():
         np.testing.assert_array_equal(runs[0][key], runs[1][key])
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_a_non_finite_loss_stops_naming_epoch_and_batch():
     x, y = _data()
     x[37, 0] = np.inf  # in the 4th batch of the unshuffled first epoch
