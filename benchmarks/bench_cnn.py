@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import print_table, side_by_side
+from side_by_side import print_table, side_by_side, torch_trainer
 
 BATCH, BATCHES = 64, 30
 
@@ -44,20 +44,8 @@ def torch_epoch():
     model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3),
                           nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(),
                           nn.Linear(128, 10))
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss = nn.CrossEntropyLoss()
     images = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
-    labels = torch.from_numpy(y)
-
-    def epoch() -> None:
-        order = torch.randperm(len(images))
-        for start in range(0, len(images), BATCH):
-            index = order[start:start + BATCH]
-            optimizer.zero_grad()
-            loss(model(images[index]), labels[index]).backward()
-            optimizer.step()
-
-    return epoch
+    return torch_trainer(model, nn.CrossEntropyLoss(), images, torch.from_numpy(y), BATCH)
 
 
 def main() -> list[dict]:

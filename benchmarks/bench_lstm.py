@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import print_table, side_by_side
+from side_by_side import print_table, side_by_side, torch_trainer
 
 STEPS, FEATURES, UNITS, BATCH, BATCHES = 50, 32, 128, 64, 20
 
@@ -57,22 +57,7 @@ def torch_epoch():
             _, (h, _) = self.lstm(inputs)
             return self.dense(h[-1])
 
-    model = Model()
-    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
-    loss_fn = torch.nn.MSELoss()
-    generator = torch.Generator().manual_seed(0)
-
-    def epoch() -> float:
-        order = torch.randperm(len(x), generator=generator)
-        for start in range(0, len(x), BATCH):
-            index = order[start:start + BATCH]
-            optimizer.zero_grad()
-            loss = loss_fn(model(x[index]), y[index])
-            loss.backward()
-            optimizer.step()
-        return float(loss.detach())
-
-    return epoch
+    return torch_trainer(Model(), torch.nn.MSELoss(), x, y, BATCH)
 
 
 def main() -> list[dict]:

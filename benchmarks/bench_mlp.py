@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import print_table, side_by_side
+from side_by_side import print_table, side_by_side, torch_trainer
 
 BATCH, BATCHES = 128, 40
 
@@ -40,17 +40,7 @@ def torch_epoch():
     x, y = (torch.from_numpy(a) for a in _data())
     model = torch.nn.Sequential(torch.nn.Linear(14, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
                                 torch.nn.ReLU(), torch.nn.Linear(256, 1))
-    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
-
-    def epoch() -> None:
-        order = torch.randperm(len(x))
-        for start in range(0, len(x), BATCH):
-            index = order[start:start + BATCH]
-            optimizer.zero_grad()
-            torch.nn.functional.binary_cross_entropy_with_logits(model(x[index]), y[index]).backward()
-            optimizer.step()
-
-    return epoch
+    return torch_trainer(model, torch.nn.functional.binary_cross_entropy_with_logits, x, y, BATCH)
 
 
 def main() -> list[dict]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import print_table, side_by_side
+from side_by_side import print_table, side_by_side, torch_trainer
 
 TOKENS, VOCABULARY, WIDTH, HEADS, FEED, CLASSES, BATCH, BATCHES = 64, 1000, 128, 4, 512, 2, 32, 16
 
@@ -76,22 +76,7 @@ def torch_epoch():
         def forward(self, ids):
             return self.head(self.block(self.embed(ids)).mean(dim=1))
 
-    model = Model()
-    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    generator = torch.Generator().manual_seed(0)
-
-    def epoch() -> float:
-        order = torch.randperm(len(x), generator=generator)
-        for start in range(0, len(x), BATCH):
-            index = order[start:start + BATCH]
-            optimizer.zero_grad()
-            loss = loss_fn(model(x[index]), y[index])
-            loss.backward()
-            optimizer.step()
-        return float(loss.detach())
-
-    return epoch
+    return torch_trainer(Model(), torch.nn.CrossEntropyLoss(), x, y, BATCH)
 
 
 def main() -> list[dict]:

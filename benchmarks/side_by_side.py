@@ -43,3 +43,23 @@ def print_table(rows: list[dict]) -> None:
         print(f"{row['benchmark']:<14}{row['framework']:<11}{row['seconds_per_step'] * 1e3:>9.2f}"
               f"{row['steps_per_second']:>10.1f}{row['median_steps_per_second']:>9.1f}"
               f"{row['ratio_to_pytorch']:>8.2f}{row['median_ratio_to_pytorch']:>14.2f}")
+
+
+def torch_trainer(model, loss_fn, x, y, batch: int, lr: float = 1e-3):
+    """One epoch of PyTorch's usual loop (Adam, a new order each epoch) as a function."""
+    import torch
+
+    optimizer = torch.optim.Adam(model.parameters(), lr)
+    generator = torch.Generator().manual_seed(0)
+
+    def epoch() -> float:
+        order = torch.randperm(len(x), generator=generator)
+        for start in range(0, len(x), batch):
+            index = order[start:start + batch]
+            optimizer.zero_grad()
+            loss = loss_fn(model(x[index]), y[index])
+            loss.backward()
+            optimizer.step()
+        return float(loss.detach())
+
+    return epoch
