@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import print_table, side_by_side, torch_trainer
+from side_by_side import deepsharp_trainer, print_table, side_by_side, torch_trainer
 
 BATCH, BATCHES = 64, 30
 
@@ -24,14 +24,11 @@ def _data() -> tuple[np.ndarray, np.ndarray]:
 
 
 def deepsharp_epoch():
-    from deepsharp import Adam, CrossEntropy, RandomStream, Sequential, Shape
+    from deepsharp import CrossEntropy, RandomStream, Sequential, Shape
 
-    x, y = _data()
     network = (Sequential().conv2d(32, 3).relu().max_pool2d(2).conv2d(64, 3).relu().max_pool2d(2)
                .flatten().dense(128).relu().dense(10)).lower(Shape(28, 28, 1), RandomStream(0))
-    optimizer = Adam(lr=1e-3)
-    return lambda: network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=BATCH,
-                               progress=False)
+    return deepsharp_trainer(network, CrossEntropy(), *_data(), BATCH)
 
 
 def torch_epoch():

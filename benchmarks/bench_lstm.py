@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import print_table, side_by_side, torch_trainer
+from side_by_side import deepsharp_trainer, print_table, side_by_side, torch_trainer
 
 STEPS, FEATURES, UNITS, BATCH, BATCHES = 50, 32, 128, 64, 20
 
@@ -25,19 +25,10 @@ def _data() -> tuple[np.ndarray, np.ndarray]:
 
 
 def deepsharp_epoch():
-    from deepsharp import Adam, MeanSquaredError, RandomStream, Sequential, Shape
+    from deepsharp import MeanSquaredError, RandomStream, Sequential, Shape
 
-    x, y = _data()
     network = Sequential().lstm(UNITS).dense(1).lower(Shape(STEPS, FEATURES), RandomStream(0))
-    optimizer = Adam(1e-3)
-    seed = iter(range(10_000))
-
-    def epoch() -> float:
-        history = network.fit(x, y, loss=MeanSquaredError(), optimizer=optimizer, epochs=1,
-                              batch_size=BATCH, seed=next(seed), progress=False)
-        return history[-1]["loss"]
-
-    return epoch
+    return deepsharp_trainer(network, MeanSquaredError(), *_data(), BATCH)
 
 
 def torch_epoch():

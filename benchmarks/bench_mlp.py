@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import print_table, side_by_side, torch_trainer
+from side_by_side import deepsharp_trainer, print_table, side_by_side, torch_trainer
 
 BATCH, BATCHES = 128, 40
 
@@ -22,14 +22,11 @@ def _data() -> tuple[np.ndarray, np.ndarray]:
 
 
 def deepsharp_epoch():
-    from deepsharp import Adam, BinaryCrossEntropy, RandomStream, Sequential, Shape
+    from deepsharp import BinaryCrossEntropy, RandomStream, Sequential, Shape
 
-    x, y = _data()
     network = (Sequential().dense(256).relu().dense(256).relu().dense(1)
                .lower(Shape(14), RandomStream(0)))
-    optimizer = Adam(1e-3)
-    return lambda: network.fit(x, y, loss=BinaryCrossEntropy(), optimizer=optimizer,
-                               batch_size=BATCH, progress=False)
+    return deepsharp_trainer(network, BinaryCrossEntropy(), *_data(), BATCH)
 
 
 def torch_epoch():

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import print_table, side_by_side, torch_trainer
+from side_by_side import deepsharp_trainer, print_table, side_by_side, torch_trainer
 
 TOKENS, VOCABULARY, WIDTH, HEADS, FEED, CLASSES, BATCH, BATCHES = 64, 1000, 128, 4, 512, 2, 32, 16
 
@@ -42,19 +42,9 @@ def deepsharp_model():
 
 
 def deepsharp_epoch():
-    from deepsharp import Adam, CrossEntropy
+    from deepsharp import CrossEntropy
 
-    x, y = _data()
-    model = deepsharp_model()
-    optimizer = Adam(1e-3)
-    seed = iter(range(10_000))
-
-    def epoch() -> float:
-        history = model.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, epochs=1,
-                            batch_size=BATCH, seed=next(seed), progress=False)
-        return history[-1]["loss"]
-
-    return epoch
+    return deepsharp_trainer(deepsharp_model(), CrossEntropy(), *_data(), BATCH)
 
 
 def torch_epoch():

@@ -45,6 +45,21 @@ def print_table(rows: list[dict]) -> None:
               f"{row['ratio_to_pytorch']:>8.2f}{row['median_ratio_to_pytorch']:>14.2f}")
 
 
+def deepsharp_trainer(network, loss, x, y, batch: int, lr: float = 1e-3):
+    """One epoch of `network.fit` (Adam, a new order each epoch: the path a user takes)."""
+    from deepsharp import Adam
+
+    optimizer = Adam(lr)
+    seeds = iter(range(1_000_000))
+
+    def epoch() -> float:
+        history = network.fit(x, y, loss=loss, optimizer=optimizer, batch_size=batch,
+                              seed=next(seeds), progress=False)
+        return history[-1]["loss"]
+
+    return epoch
+
+
 def torch_trainer(model, loss_fn, x, y, batch: int, lr: float = 1e-3):
     """One epoch of PyTorch's usual loop (Adam, a new order each epoch) as a function."""
     import torch
