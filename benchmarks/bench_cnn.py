@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import deepsharp_trainer, print_table, side_by_side, torch_trainer
+from side_by_side import deepsharp_trainer, report, torch_ready, torch_trainer
 
 BATCH, BATCHES = 64, 30
 
@@ -32,11 +32,8 @@ def deepsharp_epoch():
 
 
 def torch_epoch():
-    import torch
-    from torch import nn
-
-    torch.set_num_threads(2)
-    torch.manual_seed(0)
+    torch = torch_ready()
+    nn = torch.nn
     x, y = _data()
     model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3),
                           nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(),
@@ -46,9 +43,7 @@ def torch_epoch():
 
 
 def main() -> list[dict]:
-    rows = side_by_side("cnn", deepsharp_epoch, torch_epoch, BATCHES, rounds=5)
-    print_table(rows)
-    return rows
+    return report("cnn", deepsharp_epoch, torch_epoch, BATCHES, rounds=5)
 
 
 if __name__ == "__main__":

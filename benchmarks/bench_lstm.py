@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import deepsharp_trainer, print_table, side_by_side, torch_trainer
+from side_by_side import deepsharp_trainer, report, torch_ready, torch_trainer
 
 STEPS, FEATURES, UNITS, BATCH, BATCHES = 50, 32, 128, 64, 20
 
@@ -32,10 +32,7 @@ def deepsharp_epoch():
 
 
 def torch_epoch():
-    import torch
-
-    torch.set_num_threads(2)
-    torch.manual_seed(0)
+    torch = torch_ready()
     x, y = (torch.from_numpy(a) for a in _data())
 
     class Model(torch.nn.Module):
@@ -52,9 +49,7 @@ def torch_epoch():
 
 
 def main() -> list[dict]:
-    rows = side_by_side("lstm", deepsharp_epoch, torch_epoch, BATCHES)
-    print_table(rows)
-    return rows
+    return report("lstm", deepsharp_epoch, torch_epoch, BATCHES)
 
 
 if __name__ == "__main__":

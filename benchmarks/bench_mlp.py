@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import deepsharp_trainer, print_table, side_by_side, torch_trainer
+from side_by_side import deepsharp_trainer, report, torch_ready, torch_trainer
 
 BATCH, BATCHES = 128, 40
 
@@ -30,10 +30,7 @@ def deepsharp_epoch():
 
 
 def torch_epoch():
-    import torch
-
-    torch.set_num_threads(2)
-    torch.manual_seed(0)
+    torch = torch_ready()
     x, y = (torch.from_numpy(a) for a in _data())
     model = torch.nn.Sequential(torch.nn.Linear(14, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
                                 torch.nn.ReLU(), torch.nn.Linear(256, 1))
@@ -41,9 +38,7 @@ def torch_epoch():
 
 
 def main() -> list[dict]:
-    rows = side_by_side("mlp", deepsharp_epoch, torch_epoch, BATCHES)
-    print_table(rows)
-    return rows
+    return report("mlp", deepsharp_epoch, torch_epoch, BATCHES)
 
 
 if __name__ == "__main__":

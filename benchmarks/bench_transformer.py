@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import deepsharp_trainer, print_table, side_by_side, torch_trainer
+from side_by_side import deepsharp_trainer, report, torch_ready, torch_trainer
 
 TOKENS, VOCABULARY, WIDTH, HEADS, FEED, CLASSES, BATCH, BATCHES = 64, 1000, 128, 4, 512, 2, 32, 16
 
@@ -48,10 +48,7 @@ def deepsharp_epoch():
 
 
 def torch_epoch():
-    import torch
-
-    torch.set_num_threads(2)
-    torch.manual_seed(0)
+    torch = torch_ready()
     x, y = (torch.from_numpy(a) for a in _data())
 
     class Model(torch.nn.Module):
@@ -70,9 +67,7 @@ def torch_epoch():
 
 
 def main() -> list[dict]:
-    rows = side_by_side("transformer", deepsharp_epoch, torch_epoch, BATCHES)
-    print_table(rows)
-    return rows
+    return report("transformer", deepsharp_epoch, torch_epoch, BATCHES)
 
 
 if __name__ == "__main__":

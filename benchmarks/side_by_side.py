@@ -36,6 +36,22 @@ def side_by_side(name: str, ours, theirs, steps: int, rounds: int = ROUNDS) -> l
     return rows
 
 
+def report(name: str, ours, theirs, steps: int, rounds: int = ROUNDS) -> list[dict]:
+    """`side_by_side`, printed as a table: each benchmark's `main`."""
+    rows = side_by_side(name, ours, theirs, steps, rounds)
+    print_table(rows)
+    return rows
+
+
+def torch_ready():
+    """torch on 2 threads (as numpy's BLAS here), seeded: the same start for every run."""
+    import torch
+
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    return torch
+
+
 def print_table(rows: list[dict]) -> None:
     print(f"{'benchmark':<14}{'framework':<11}{'ms/step':>9}{'steps/s':>10}{'median':>9}"
           f"{'ratio':>8}{'median ratio':>14}")

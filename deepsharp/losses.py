@@ -146,8 +146,3 @@ class CrossEntropy(Loss):
     def metrics(self, answers: np.ndarray, target: np.ndarray) -> dict[str, float]:
         ids = target if target.dtype.kind in "iu" else target.argmax(axis=-1)
         return {"accuracy": float(np.mean(answers.argmax(axis=-1) == ids))}
-
-
-LOSSES: dict[str, type[Loss]] = {
-    cls.name: cls for cls in (MeanSquaredError, BinaryCrossEntropy, CrossEntropy)
-}

@@ -123,8 +123,3 @@ class Network(Module):
 
     def __repr__(self) -> str:
         return f"Network({self.spec!r}, input {self.input_shape})"
-
-
-def example_batch(network: Network, size: int, generator: np.random.Generator) -> np.ndarray:
-    """A random float batch of `size` examples of the network's input shape."""
-    return generator.standard_normal((size, *network.input_shape)).astype(np.float32)

@@ -232,6 +232,3 @@ class RMSprop(Optimizer):
     def config(self):
         return {**super().config(), "alpha": self.alpha, "eps": self.eps,
                 "momentum": self.momentum, "centered": self.centered}
-
-
-OPTIMIZERS: dict[str, type[Optimizer]] = {c.__name__: c for c in (SGD, Adam, AdamW, RMSprop)}

@@ -252,7 +252,7 @@ def _node_counts(graph: onnx.GraphProto) -> tuple[Counter, int]:
     for node in graph.node:
         for attribute in node.attribute:
             for body in [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else attribute.graphs:
-                inner, inner_bodies = _node_counts(body)
+                inner, _ = _node_counts(body)
                 counts += inner
                 in_bodies += sum(inner.values())
     return counts, in_bodies

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any, BinaryIO, Sequence
+from typing import BinaryIO, Sequence
 
 import onnx
 from onnx import TensorProto
@@ -47,13 +47,6 @@ def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
     elif shape.rank == 1 and ids:
         dims = (STEPS,)
     return (BATCH, *dims)
-
-
-def keeps_steps(step: Step) -> bool:
-    """Whether the step's output keeps the steps axis of a series: then the mask rides on (the
-    rule of `Step.call`, on the example's shapes)."""
-    inp, out = step.input_shape, step.output_shape
-    return inp.rank >= 2 and out.rank >= 2 and inp[0] == out[0]
 
 
 class OnnxExport:
@@ -130,7 +123,7 @@ class OnnxExport:
                 self._faults.append(f"step {step.place} ({step.spec.describe()}): {refusal}")
                 x = self._stand_in(step, x)
                 continue
-            if y.mask is not None and y.mask == x.mask and not keeps_steps(step):
+            if y.mask is not None and y.mask == x.mask and not step.keeps_steps():
                 y = replace(y, mask=None)  # the series' steps are gone: so is their mask
             x = y
         return x

@@ -7,7 +7,6 @@ committed; deepsharp never imports scikit-learn.
 
 from pathlib import Path
 
-import numpy as np
 from sklearn.datasets import load_breast_cancer
 
 data = load_breast_cancer()

@@ -4,7 +4,6 @@ activations, on small fixed inputs. The tests compare deepsharp against these nu
 needed only to run this script (`pip install torch==2.13.0`)."""
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np

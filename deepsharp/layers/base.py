@@ -98,12 +98,18 @@ class Step(Module):
     def kind(self) -> str:
         return self.spec.kind
 
+    def keeps_steps(self) -> bool:
+        """Whether the output keeps the steps axis of a series, so its mask rides on (the rule the
+        exporter follows too)."""
+        inp, out = self.input_shape, self.output_shape
+        return inp.rank >= 2 and out.rank >= 2 and inp[0] == out[0]
+
     def call(self, flow: Flow) -> Flow:
         """Run on a flow: by default forward the values and keep the mask while the output keeps
-        the steps axis of a series."""
+        the steps axis of a series (at this run's length too)."""
         out = self.forward(flow.value)
         mask = flow.mask
-        if mask is not None and (out.ndim < 3 or out.shape[:2] != flow.value.shape[:2]):
+        if mask is not None and not (self.keeps_steps() and out.shape[:2] == flow.value.shape[:2]):
             mask = None
         return Flow(out, mask)
 

@@ -38,9 +38,10 @@ class CompositeSpec(LayerSpec):
         return self
 
 
-def _as_branch(value: Any) -> Sequential:
+def _as_branch(verb: str, label: str, value: Any) -> Sequential:
+    """A verb's branch argument, refused by name when it is not a `Sequential`."""
     if not isinstance(value, Sequential):
-        raise ValueError(f"must be a Sequential, received {type(value).__name__}")
+        raise SpecError(f"{verb}: {label} must be a Sequential, received {type(value).__name__}")
     return value
 
 
@@ -55,10 +56,7 @@ class Residual(CompositeSpec):
 
     @staticmethod
     def from_verb(branch: Any) -> "Residual":
-        if not isinstance(branch, Sequential):
-            raise SpecError(f"residual: branch must be a Sequential, received "
-                            f"{type(branch).__name__}")
-        return make_spec(Residual, "residual", branch=branch)
+        return make_spec(Residual, "residual", branch=_as_branch("residual", "branch", branch))
 
     @field_validator("branch")
     @classmethod
@@ -119,10 +117,7 @@ class Concat(CompositeSpec):
 
     @staticmethod
     def from_verb(*branches: Any) -> "Concat":
-        for index, branch in enumerate(branches):
-            if not isinstance(branch, Sequential):
-                raise SpecError(f"concat: branch {index} must be a Sequential, received "
-                                f"{type(branch).__name__}")
+        branches = tuple(_as_branch("concat", f"branch {i}", b) for i, b in enumerate(branches))
         return make_spec(Concat, "concat", branches=branches)
 
     @field_validator("branches")
@@ -272,12 +267,3 @@ def insert_at(stack: Sequential, place: str, spec: LayerSpec) -> Sequential:
         return layers
 
     return edit_at(stack, place, put)
-
-
-def branch_networks(step: Step) -> list[Module]:
-    """The lowered branches of a composite step (none for other steps)."""
-    if isinstance(step, ResidualStep):
-        return [step.branch]
-    if isinstance(step, ConcatStep):
-        return step.networks
-    return []

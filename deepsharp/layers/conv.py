@@ -191,8 +191,12 @@ class ConvTransposeSpec(LayerSpec):
             totals = [(k - 1) * d + 1 - s + p for k, d, s, p in
                       zip(self.kernel_size, self.dilations, self.strides, self.output_paddings)]
             if min(totals) < 0:
+                axis = totals.index(min(totals))
                 raise ShapeError(f"padding 'same' needs (kernel - 1) dilation + 1 + output_padding "
-                                 f">= stride on every axis")
+                                 f">= stride on every axis; axis {axis} has kernel "
+                                 f"{self.kernel_size[axis]}, dilation {self.dilations[axis]}, "
+                                 f"output_padding {self.output_paddings[axis]}, stride "
+                                 f"{self.strides[axis]}")
             return tuple(t // 2 for t in totals) + tuple(t - t // 2 for t in totals)
         if self.padding == "valid":
             return (0,) * (2 * nd)

@@ -15,16 +15,23 @@ if TYPE_CHECKING:
 AxisNames = Mapping[int, str]
 
 
-def _inputs(examples: Any, names: Sequence[str] | None) -> tuple[list[str], list[Any]]:
-    if isinstance(examples, Mapping):
-        return [str(k) for k in examples], list(examples.values())
-    arrays = list(examples) if isinstance(examples, (list, tuple)) else [examples]
+def _named(values: Any, names: Sequence[str] | None, stem: str) -> dict[str, Any]:
+    """`values` (a mapping, a sequence or one value) by name: the given names, or `stem`
+    (`input`), or `stem_0`, `stem_1`, ... for several."""
+    if isinstance(values, Mapping):
+        return {str(k): v for k, v in values.items()}
+    values = list(values) if isinstance(values, (list, tuple)) else [values]
     if names is None:
-        names = ["input"] if len(arrays) == 1 else [f"input_{i}" for i in range(len(arrays))]
-    if len(names) != len(arrays):
-        raise TraceException(TraceErrorKind.INVALID_USAGE, f"trace: {len(names)} input names for "
-                             f"{len(arrays)} example inputs")
-    return list(names), arrays
+        names = [stem] if len(values) == 1 else [f"{stem}_{i}" for i in range(len(values))]
+    if len(names) != len(values):
+        raise TraceException(TraceErrorKind.INVALID_USAGE, f"trace: {len(names)} {stem} names "
+                             f"for {len(values)} {stem}s")
+    return dict(zip(names, values))
+
+
+def _inputs(examples: Any, names: Sequence[str] | None) -> tuple[list[str], list[Any]]:
+    named = _named(examples, names, "input")
+    return list(named), list(named.values())
 
 
 def _axis_names(axis_names: Any, names: list[str]) -> list[AxisNames]:
@@ -47,15 +54,7 @@ def _axis_names(axis_names: Any, names: list[str]) -> list[AxisNames]:
 
 
 def _outputs(result: Any, names: Sequence[str] | None) -> dict[str, Any]:
-    if isinstance(result, Mapping):
-        return dict(result)
-    values = list(result) if isinstance(result, (list, tuple)) else [result]
-    if names is None:
-        names = ["output"] if len(values) == 1 else [f"output_{i}" for i in range(len(values))]
-    if len(names) != len(values):
-        raise TraceException(TraceErrorKind.INVALID_USAGE, f"trace: {len(names)} output names "
-                             f"for {len(values)} outputs")
-    return dict(zip(names, values))
+    return _named(result, names, "output")
 
 
 def trace_module(module: "Module", examples: Any, axis_names: Any = None, *,
