@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from deepsharp_export_onnx.annotations import (
+from deepsharp_export_onnx.check.annotations import (
     ENGINES,
     declared_dims,
     initializer_names,

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
-from deepsharp_export_onnx.nodes import Emit
+from deepsharp_export_onnx.write.nodes import Emit
 
 
 def _length(emit: Emit, x: str) -> str:

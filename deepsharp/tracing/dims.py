@@ -3,7 +3,7 @@
 A rule takes the `DimContext` of one recorded operation (its operands' symbolic dims, its
 attributes, the example shapes of its results) and returns the symbolic dims of every result, or
 raises `ctx.symbolic(...)` when a symbolic axis meets something that cannot express it. Rules are
-attached to primitives beside their ONNX nodes (`deepsharp_export_onnx.nodes.writes_primitive(...,
+attached to primitives beside their ONNX nodes (`deepsharp_export_onnx.write.nodes.writes_primitive(...,
 dims=rule)`); a primitive registered without one gets `positional`.
 """
 

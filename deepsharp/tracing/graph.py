@@ -1,6 +1,6 @@
 """The recorded graph: values (inputs, constants, results) and the operations between them.
 
-It holds no ONNX: `deepsharp_export_onnx.trace` lowers it through the shared primitive table.
+It holds no ONNX: `deepsharp_export_onnx.trace.lower` lowers it through the shared primitive table.
 Value ids are given in creation order and operations are kept in the order they ran, so the
 graph is in topological order and the same run gives the same graph.
 """

@@ -32,7 +32,7 @@ class TracedModel:
     def to_onnx(self, max_opset: int | None = None) -> Any:
         """The graph as an `onnx.ModelProto`, in the oldest operator set holding every node
         (`ExportRefused` naming the nodes when that is newer than `max_opset`)."""
-        from deepsharp_export_onnx.trace import traced_model_proto
+        from deepsharp_export_onnx.trace.lower import traced_model_proto
 
         return traced_model_proto(self.graph, max_opset=max_opset)
 

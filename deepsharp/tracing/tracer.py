@@ -71,7 +71,7 @@ ALIASES: dict[str, Callable[[Record], bool]] = {
 def _lowering_table() -> tuple[dict[str, Any], dict[str, Any]]:
     """The shared primitive -> ONNX table and the dims rules registered with it. Imported when a
     trace begins (it brings in onnx), never when deepsharp is imported."""
-    from deepsharp_export_onnx.nodes import PRIMITIVE_DIMS, PRIMITIVE_NODES
+    from deepsharp_export_onnx.write.nodes import PRIMITIVE_DIMS, PRIMITIVE_NODES
 
     return PRIMITIVE_NODES, PRIMITIVE_DIMS
 

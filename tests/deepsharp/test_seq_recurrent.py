@@ -234,7 +234,7 @@ def test_primitive_refuses_bad_operands(kind):
 
 def test_tracer_node_writer_refuses_computed_weights():
     from deepsharp_export_onnx.graph import Tape
-    from deepsharp_export_onnx.nodes import PRIMITIVE_NODES, Emit
+    from deepsharp_export_onnx.write.nodes import PRIMITIVE_NODES, Emit
 
     with pytest.raises(ValueError, match="lstm: the weights must be constants .* 'w_ih' is "
                                          "computed in the graph"):

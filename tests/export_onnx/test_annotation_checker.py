@@ -14,8 +14,8 @@ from tests.export_onnx.annotation_corpus import (
     scan_model, transposed, tv, two_faults, two_inputs,
 )
 
-from deepsharp_export_onnx import _annotation_engines
-from deepsharp_export_onnx.annotations import check_annotations, check_inputs, run_annotation_check
+from deepsharp_export_onnx.check import engines as _annotation_engines
+from deepsharp_export_onnx.check.annotations import check_annotations, check_inputs, run_annotation_check
 from deepsharp_export_onnx.errors import AnnotationViolation, BoundBy, OnnxError
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from tests.export_onnx.annotation_corpus import CASES, Case, reference_offender, reordered, topological_orders, two_value_infos
 
-from deepsharp_export_onnx.annotations import check_annotations
+from deepsharp_export_onnx.check.annotations import check_annotations
 from deepsharp_export_onnx.errors import AnnotationViolation
 
 

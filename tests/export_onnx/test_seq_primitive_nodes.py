@@ -11,7 +11,7 @@ from onnx.reference import ReferenceEvaluator
 
 from deepsharp.tensors import Tensor, apply
 from deepsharp_export_onnx.graph import Tape
-from deepsharp_export_onnx.nodes import PRIMITIVE_NODES, Emit
+from deepsharp_export_onnx.write.nodes import PRIMITIVE_NODES, Emit
 from tests.support.onnx_check import ort_session
 from tests.support.reference_ops import REFERENCE_OPS
 

@@ -9,7 +9,7 @@ import pytest
 from deepsharp.errors import TraceErrorKind, TraceException
 from deepsharp.tensors import PRIMITIVES, Tensor, apply, primitive
 from deepsharp.tracing import Tracer, constants
-from deepsharp_export_onnx.nodes import PRIMITIVE_DIMS, PRIMITIVE_NODES, writes_primitive
+from deepsharp_export_onnx.write.nodes import PRIMITIVE_DIMS, PRIMITIVE_NODES, writes_primitive
 from tests.support.trace_check import check_trace
 
 TO_THE_END = 2 ** 63 - 1

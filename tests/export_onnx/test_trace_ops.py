@@ -9,7 +9,7 @@ import pytest
 from deepsharp import functional as F
 from deepsharp.tensors import PRIMITIVES, Tensor, apply
 from deepsharp.tracing.tracer import ALIASES, NOT_TRACEABLE
-from deepsharp_export_onnx.nodes import PRIMITIVE_NODES
+from deepsharp_export_onnx.write.nodes import PRIMITIVE_NODES
 from tests.support.trace_check import check_trace, named_inputs
 
 _rng = np.random.default_rng(7)

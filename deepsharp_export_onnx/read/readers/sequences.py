@@ -1,0 +1,231 @@
+"""Series nodes -> layers: the patterns `writers/sequences.py` writes, read back.
+
+- Gather of a table by the ids -> embedding (with Sub and Cast to bool beside it: its padding
+  index, whose mask later readers check their own against);
+- Unsqueeze, Mul by 2 pi c, Sin/Cos, Concat, Transpose, MatMul, Transpose, Add -> periodic embedding;
+- Shape and Add of a table's rows sliced by the length -> sine positions;
+- Sub, Abs, ReduceMax, Cast and Mul -> masking;
+- Transpose to time-major, LSTM/GRU nodes (with Transpose and Reshape between layers) -> lstm/gru.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from deepsharp.layers.embedding import Embedding, PeriodicEmbedding, SinePositions, sine_table
+from deepsharp.layers.recurrent import DIRECTIONS, Gru, Lstm
+from deepsharp.layers.series import Masking
+from deepsharp_export_onnx.read.readers.base import Read, Reading, reads_fork, reads_pattern
+from deepsharp_export_onnx.read.readers.patterns import (
+    attrs, axes_of, constant_list, consumer, consumers, float32_decimal, other_input, perm_of,
+    producer, scalar,
+)
+from layout import (
+    onnx_to_gru_biases, onnx_to_gru_kernel, onnx_to_lstm_biases, onnx_to_lstm_kernel,
+)
+
+RECURRENT = {"LSTM": (Lstm, 4, onnx_to_lstm_kernel, onnx_to_lstm_biases),
+             "GRU": (Gru, 3, onnx_to_gru_kernel, onnx_to_gru_biases)}
+
+
+# -- embeddings --------------------------------------------------------------------------------------
+def _table(r: Reading, gather: onnx.NodeProto) -> np.ndarray | None:
+    if len(gather.input) < 2 or gather.input[1] != r.value:
+        return None
+    table = r.view.constant(gather.input[0])
+    return table if table is not None and table.ndim == 2 else None
+
+
+def _embedding_read(r: Reading, gather: onnx.NodeProto, table: np.ndarray, nodes: list,
+                    padding_index: int | None) -> Read:
+    if attrs(gather).get("axis", 0) != 0:
+        raise r.unreadable(gather, "an embedding looks rows up: the Gather's axis must be 0")
+    r.rank += 1
+    spec = Embedding(vocabulary=table.shape[0], width=table.shape[1], padding_index=padding_index)
+    return Read(gather.output[0], [gather, *nodes], [spec], [{"weight": table}])
+
+
+@reads_pattern("Gather")
+def read_embedding(node: onnx.NodeProto, r: Reading) -> Read | None:
+    table = _table(r, node)
+    return None if table is None else _embedding_read(r, node, table, [], None)
+
+
+@reads_fork
+def read_padded_embedding(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
+    """Gather(table, ids) beside Cast(Sub(ids, pad), bool): an embedding with a padding index."""
+    gather = next((n for n in nodes if n.op_type == "Gather"), None)
+    sub = next((n for n in nodes if n.op_type == "Sub" and n.input[0] == r.value), None)
+    if len(nodes) != 2 or gather is None or sub is None or _table(r, gather) is None:
+        return None
+    pad = scalar(r, sub.input[1])
+    cast = consumer(r, sub.output[0], "Cast")
+    if pad is None or cast is None or attrs(cast).get("to") != TensorProto.BOOL:
+        raise r.unreadable(sub, "an embedding's padding mask is Cast(ids - padding_index, bool)")
+    r.extra["mask"] = cast.output[0]
+    return _embedding_read(r, gather, _table(r, gather), [sub, cast], int(pad))
+
+
+@reads_pattern("Unsqueeze")
+def read_periodic_embedding(node: onnx.NodeProto, r: Reading) -> Read | None:
+    if axes_of(r, node) != [2] or r.rank != 2:
+        return None
+    mul = consumer(r, node.output[0], "Mul")
+    turns = producer(r, other_input(mul, node.output[0]), "Mul") if mul is not None else None
+    if turns is None:
+        return None
+    frequencies = r.view.constant(turns.input[0])
+    two_pi = scalar(r, turns.input[1])
+    sin_cos = sorted(consumers(r, mul.output[0]), key=lambda n: n.op_type, reverse=True)
+    if frequencies is None or two_pi is None or [n.op_type for n in sin_cos] != ["Sin", "Cos"]:
+        raise r.unreadable(node, "a periodic embedding turns the features by Mul(c, 2 pi) and "
+                                 "takes their Sin and Cos")
+    concat = consumer(r, sin_cos[0].output[0], "Concat")
+    chain = [concat] if concat is not None and list(concat.input) == [n.output[0] for n in sin_cos] \
+        else [None]
+    for op_type in ("Transpose", "MatMul", "Transpose", "Add"):
+        chain.append(consumer(r, chain[-1].output[0], op_type) if chain[-1] is not None else None)
+    concat, turn, dense, back, add = chain
+    weight = r.view.constant(dense.input[1]) if dense is not None else None
+    bias = r.view.constant(other_input(add, back.output[0])) if add is not None else None
+    if weight is None or bias is None or perm_of(turn) != [1, 0, 2] or perm_of(back) != [1, 0, 2]:
+        raise r.unreadable(node, "a periodic embedding ends with its dense per feature: Transpose, "
+                                 "MatMul by a constant, Transpose, Add of a constant")
+    r.rank += 1
+    spec = PeriodicEmbedding(frequencies=frequencies.shape[1], width=weight.shape[2])
+    slots = {"frequencies": frequencies, "weight": weight, "bias": bias}
+    return Read(add.output[0], [node, turns, mul, *sin_cos, concat, turn, dense, back, add],
+                [spec], [slots])
+
+
+@reads_fork
+def read_sine_positions(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
+    """Shape(x) and Add(x, Slice(table, 0, length)): the sine positions."""
+    shape = next((n for n in nodes if n.op_type == "Shape"), None)
+    add = next((n for n in nodes if n.op_type == "Add"), None)
+    if len(nodes) != 2 or shape is None or add is None:
+        return None
+    length = consumer(r, shape.output[0], "Slice")
+    rows = consumer(r, length.output[0], "Slice") if length is not None else None
+    table = r.view.constant(rows.input[0]) if rows is not None else None
+    if table is None or other_input(add, r.value) != rows.output[0] \
+            or constant_list(r, length.input[1]) != [1] or constant_list(r, rows.input[1]) != [0]:
+        raise r.unreadable(add, "sine positions add the rows of a constant table sliced to the "
+                                "series' length, read from its Shape")
+    if table.ndim != 2 or not np.array_equal(table, sine_table(*table.shape)):
+        raise r.unreadable(add, "the table added is not the sinusoidal positions' table")
+    return Read(add.output[0], [shape, length, rows, add], [SinePositions(max_length=table.shape[0])],
+                [{}])
+
+
+@reads_fork
+def read_masking(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
+    """Sub(x, value) -> Abs -> ReduceMax over the channels (kept: Cast to bool and float, the Mul
+    of x; not kept: Cast to bool, the mask)."""
+    sub = next((n for n in nodes if n.op_type == "Sub" and n.input[0] == r.value), None)
+    mul = next((n for n in nodes if n.op_type == "Mul"), None)
+    if len(nodes) != 2 or sub is None or mul is None:
+        return None
+    value = scalar(r, sub.input[1])
+    distance = consumer(r, sub.output[0], "Abs")
+    largest = consumers(r, distance.output[0]) if distance is not None else []
+    kept = {attrs(n).get("keepdims", 1): n for n in largest if n.op_type == "ReduceMax"
+            and axes_of(r, n) == [2]}
+    real = consumer(r, kept[1].output[0], "Cast") if 1 in kept else None
+    keep = consumer(r, real.output[0], "Cast") if real is not None else None
+    mask = consumer(r, kept[0].output[0], "Cast") if 0 in kept else None
+    if value is None or len(largest) != 2 or keep is None or mask is None \
+            or other_input(mul, r.value) != keep.output[0]:
+        raise r.unreadable(sub, "masking compares the steps with a constant value: Abs(x - value), "
+                                "its ReduceMax over the channels, Cast to bool")
+    r.extra["mask"] = mask.output[0]
+    return Read(mul.output[0], [sub, distance, *largest, real, keep, mask, mul],
+                [Masking(value=float32_decimal(value))], [{}])
+
+
+# -- recurrent ----------------------------------------------------------------------------------------
+def _lengths(r: Reading, node: onnx.NodeProto, name: str) -> list[onnx.NodeProto]:
+    """The nodes making `sequence_lens` from the series' mask: ReduceSum(Cast(mask, int32))."""
+    total = producer(r, name, "ReduceSum")
+    count = producer(r, total.input[0], "Cast") if total is not None else None
+    if count is None or axes_of(r, total) != [1] or attrs(total).get("keepdims", 1) != 0:
+        raise r.unreadable(node, "its sequence_lens must be the count of the series' mask, "
+                                 "ReduceSum(Cast(mask, int32), axes=[1])")
+    if count.input[0] != r.extra.get("mask"):
+        raise r.unreadable(node, f"its sequence_lens count {count.input[0]!r}, which is not the "
+                                 f"mask of the series it reads")
+    return [count, total]
+
+
+def _layer_weights(r: Reading, node: onnx.NodeProto, k: int) -> tuple[dict, int, int]:
+    cls, gates, to_kernel, to_biases = RECURRENT[node.op_type]
+    a = attrs(node)
+    refused = sorted(set(a) - {"hidden_size", "direction", "linear_before_reset"})
+    inputs = list(node.input) + [""] * (8 - len(node.input))
+    if refused or any(inputs[5:]) or a.get("direction", "forward") not in ("forward", "bidirectional"):
+        raise r.unreadable(node, f"reads as a layer with its default activations, zero initial "
+                                 f"states and no peepholes, forward or bidirectional; received "
+                                 f"attributes {sorted(a)} and inputs {inputs}")
+    if node.op_type == "GRU" and a.get("linear_before_reset", 0) != 1:
+        raise r.unreadable(node, "a GRU reads as PyTorch's only with linear_before_reset=1")
+    w, rr, b = (r.need_constant(node, i, what) for i, what in ((1, "W"), (2, "R"), (3, "B")))
+    hidden = rr.shape[-1]
+    slots = {}
+    for d, suffix in enumerate(DIRECTIONS[:w.shape[0]]):
+        slots[f"weight_ih_l{k}{suffix}"] = to_kernel(w[d])
+        slots[f"weight_hh_l{k}{suffix}"] = to_kernel(rr[d])
+        slots[f"bias_ih_l{k}{suffix}"], slots[f"bias_hh_l{k}{suffix}"] = to_biases(b[d])
+    return slots, hidden, w.shape[0]
+
+
+@reads_pattern("Transpose")
+def read_recurrent(node: onnx.NodeProto, r: Reading) -> Read | None:
+    """Transpose to time-major, then one LSTM/GRU node per layer."""
+    rnn = consumer(r, node.output[0], "LSTM", "GRU")
+    if perm_of(node) != [1, 0, 2] or rnn is None or rnn.input[0] != node.output[0]:
+        return None
+    nodes, slots, lengths = [node], {}, None
+    k, hidden, directions = 0, 0, 1
+    while True:
+        layer_slots, hidden, directions = _layer_weights(r, rnn, k)
+        slots.update(layer_slots)
+        given = rnn.input[4] if len(rnn.input) > 4 and rnn.input[4] else None
+        if k == 0 and given is not None:
+            nodes += _lengths(r, rnn, given)
+            lengths = given
+        if given != lengths:
+            raise r.unreadable(rnn, "every layer of a stack reads the same sequence_lens")
+        nodes.append(rnn)
+        y, y_h = rnn.output[0], (rnn.output[1] if len(rnn.output) > 1 else "")
+        turned = consumer(r, y, "Transpose")
+        join = consumer(r, turned.output[0], "Reshape") if turned is not None else None
+        if y_h and consumers(r, y_h):
+            states = consumer(r, y_h, "Transpose")
+            end = consumer(r, states.output[0], "Reshape") if states is not None else None
+            if end is None or perm_of(states) != [1, 0, 2] or \
+                    constant_list(r, end.input[1]) != [0, -1]:
+                raise r.unreadable(rnn, "its last states are read as (batch, directions * units): "
+                                        "Transpose [1, 0, 2] then Reshape [0, -1]")
+            nodes += [states, end]
+            r.rank = 2
+            r.extra.pop("mask", None)
+            return_sequences = False
+            break
+        if join is None or constant_list(r, join.input[1]) != [0, 0, -1]:
+            raise r.unreadable(rnn, "its outputs are read as a series: Transpose then Reshape "
+                                    "[0, 0, -1]")
+        nodes += [turned, join]
+        if perm_of(turned) == [2, 0, 1, 3]:
+            return_sequences = True
+            break
+        following = consumer(r, join.output[0], rnn.op_type)
+        if perm_of(turned) != [0, 2, 1, 3] or following is None:
+            raise r.unreadable(turned, "between layers of a stack the series stays time-major: "
+                                       "Transpose [0, 2, 1, 3], Reshape, the next layer")
+        rnn, k = following, k + 1
+    cls = RECURRENT[rnn.op_type][0]
+    spec = cls(units=hidden, return_sequences=return_sequences, bidirectional=directions == 2,
+               layers=k + 1)
+    return Read(nodes[-1].output[0], nodes, [spec], [slots])

@@ -1,0 +1,2 @@
+"""Lowering a traced graph (`deepsharp.tracing`) to ONNX through the shared primitive node table
+(`..write.nodes`)."""

@@ -1,0 +1,296 @@
+"""Writing a traced graph as ONNX: every operation through the shared primitive table.
+
+Values are named in the order they were made: inputs and outputs by the names the trace gave,
+parameters by their paths, other constants `const_{k}`, results `{primitive}_{k}`. Every result
+is annotated with its dims (symbols as dim_params). A shape operand that several symbolic sizes
+enter is computed at run time: `Shape` of the value holding each atom, `Gather` of its axis, `Mul`
+for products, `Concat` with the fixed sizes.
+
+    model = traced_model_proto(traced.graph)
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+import deepsharp
+from deepsharp.tracing.graph import TraceGraph, TraceOp, TraceValue
+from deepsharp.tracing.symbols import Atom, Dim, Sym, onnx_dims
+from deepsharp_export_onnx.errors import ExportRefused
+from deepsharp_export_onnx.graph import Tape
+from deepsharp_export_onnx.write.nodes import PRIMITIVE_NODES, Emit
+
+GRAPH_NAME = "deepsharp.trace"
+
+
+def elem_type(dtype: np.dtype) -> int:
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+@dataclass
+class TraceEmit(Emit):
+    """The Emit of one traced operation: shapes come from the trace's symbolic dims."""
+
+    lowering: "Lowering | None" = None
+    op: TraceOp | None = None
+
+    def _value(self, vid: int) -> TraceValue:
+        return self.lowering.graph.values[vid]
+
+    def dims(self, index: int):
+        return self._value(self.op.inputs[index]).dims
+
+    def constant_value(self, index: int) -> np.ndarray | None:
+        value = self._value(self.op.inputs[index])
+        return value.array if value.kind == "constant" else None
+
+    def annotate_as(self, name: str, *, operand: int | None = None, result: int | None = None,
+                    perm: Sequence[int] | None = None) -> None:
+        value = self._value(self.op.inputs[operand] if operand is not None
+                            else self.op.outputs[result])
+        dims = value.dims if perm is None else tuple(value.dims[p] for p in perm)
+        self.tape.annotate(name, onnx_dims(dims), elem_type(value.dtype))
+
+    def promoted(self, inputs: Sequence[str], skip: Sequence[int] = ()) -> list[str]:
+        target = self._value(self.op.outputs[0]).dtype
+        result = []
+        for index, name in enumerate(inputs):
+            value = self._value(self.op.inputs[index])
+            if index not in skip and value.dtype != target:
+                name = self("Cast", [name], {"to": elem_type(target)}, suffix=f"cast_{index}")
+                self.tape.annotate(name, onnx_dims(value.dims), elem_type(target))
+            result.append(name)
+        return result
+
+    def shape_operand(self, shape: Sequence[int], *, minus_one: bool = False,
+                      broadcast_from: int | None = None) -> str:
+        """Result 0's shape: constants when nothing is symbolic; a constant with one -1 when one
+        axis is (and `minus_one`); else computed from Shape nodes. With `broadcast_from`, axes
+        where that input already has the size are written 1 (Expand keeps them)."""
+        entries: list[Dim] = list(self._value(self.op.outputs[0]).dims)
+        if broadcast_from is not None:
+            source = self.dims(broadcast_from)
+            lead = len(entries) - len(source)
+            for axis in range(max(lead, 0), len(entries)):
+                if source[axis - lead] == entries[axis]:
+                    entries[axis] = 1
+        symbolic = [i for i, d in enumerate(entries) if isinstance(d, Sym)]
+        if not symbolic:
+            return self.constant("shape", [int(d) for d in entries])
+        if minus_one and len(symbolic) == 1:
+            return self.constant("shape", [-1 if isinstance(d, Sym) else int(d) for d in entries])
+        return self.lowering.computed_shape(entries, self)
+
+
+class Lowering:
+    """One pass over a (pruned) trace graph, writing a Tape."""
+
+    def __init__(self, graph: TraceGraph) -> None:
+        self.graph = graph
+        self.tape = Tape()
+        self.names: dict[int, str] = {}
+        self.counts: Counter[str] = Counter()
+        self.sizes: dict[Any, str] = {}    # Atom or Sym -> int64[1] value holding its size
+        self.shapes: dict[int, str] = {}   # value id -> its Shape node
+        self.first_output: dict[int, str] = {}
+        for name, vid in graph.outputs:
+            self.first_output.setdefault(vid, name)
+        self.taken = ({graph.values[v].name for v in graph.inputs} | {n for n, _ in graph.outputs}
+                      | {v.name for v in graph.constants() if v.name})
+        for vid in graph.inputs:
+            value = graph.values[vid]
+            self.names[vid] = value.name
+            self.annotate(value.name, value)
+
+    # -- names and annotations ---------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def annotate(self, name: str, value: TraceValue) -> None:
+        self.tape.annotate(name, onnx_dims(value.dims), elem_type(value.dtype))
+
+    def name_of(self, vid: int) -> str:
+        if vid not in self.names:
+            value = self.graph.values[vid]  # a constant, written where first used
+            name = value.name
+            if name is None:
+                name = self.fresh(f"const_{self.counts['const']}")
+                self.counts["const"] += 1
+            self.names[vid] = self.tape.initializer(name, value.array)
+        return self.names[vid]
+
+    # -- the walk -----------------------------------------------------------------------------------
+    def run(self) -> list[str]:
+        """Write every operation, then the outputs; returns the output names. A constant no node
+        reads is dropped: an entry that wrote it again in another form (an LSTM's weights in
+        ONNX's gate order) left it behind."""
+        for op in self.graph.ops:
+            self.lower(op)
+        outputs = []
+        for name, vid in self.graph.outputs:
+            if self.names[vid] != name:  # an input, or a value asked for twice
+                self.tape.owner = f"output {name!r}"
+                self.tape.op("Identity", [self.names[vid]], name=name)
+                self.annotate(name, self.graph.values[vid])
+            outputs.append(name)
+        read = {i for node in self.tape.nodes for i in node.inputs}
+        for name in [n for n in self.tape.initializers if n not in read]:
+            del self.tape.initializers[name]
+            self.tape.annotations.pop(name, None)
+        return outputs
+
+    def lower(self, op: TraceOp) -> None:
+        inputs = [self.name_of(v) for v in op.inputs]
+        ranks = [len(self.graph.values[v].dims) for v in op.inputs]
+        base = self.first_output.get(op.outputs[0])
+        if base is None:
+            base = self.fresh(f"{op.primitive}_{self.counts[op.primitive]}")
+            self.counts[op.primitive] += 1
+        self.tape.owner = op.label
+        emit = TraceEmit(self.tape, base, lowering=self, op=op)
+        written = PRIMITIVE_NODES[op.primitive](emit, inputs, op.attrs, ranks)
+        written = [written] if isinstance(written, str) else list(written)
+        for vid, name in zip(op.outputs, written):
+            wanted = self.first_output.get(vid)
+            if wanted is not None and name != wanted:
+                self.tape.rename(name, wanted)
+                name = wanted
+            self.names[vid] = name
+            self.annotate(name, self.graph.values[vid])
+
+    # -- sizes read at run time ------------------------------------------------------------------------
+    def computed_shape(self, entries: list[Dim], emit: Emit) -> str:
+        pieces: list[str] = []
+        fixed: list[int] = []
+        for dim in entries:
+            if isinstance(dim, Sym):
+                if fixed:
+                    pieces.append(emit.constant(f"shape_{len(pieces)}", fixed))
+                    fixed = []
+                pieces.append(self.size(dim))
+            else:
+                fixed.append(int(dim))
+        if fixed:
+            pieces.append(emit.constant(f"shape_{len(pieces)}", fixed))
+        shape = emit("Concat", pieces, {"axis": 0}, suffix="shape")
+        self.tape.annotate(shape, (len(entries),), TensorProto.INT64)
+        return shape
+
+    def size(self, dim: Sym) -> str:
+        """An int64[1] value holding `dim` at run time."""
+        if dim not in self.sizes:
+            parts = [self.atom_size(a) for a in dim.atoms]
+            if dim.coef != 1:
+                parts.append(self.tape.constant(f"size.{dim}/coefficient", [dim.coef]))
+            result = parts[0]
+            for part in parts[1:]:
+                result = self.tape.op("Mul", [result, part], name=f"size.{dim}")
+                self.tape.annotate(result, (1,), TensorProto.INT64)
+            self.sizes[dim] = result
+        return self.sizes[dim]
+
+    def atom_size(self, atom: Atom) -> str:
+        if atom not in self.sizes:
+            source = self.names[atom.source]
+            if atom.source not in self.shapes:
+                shape = self.tape.op("Shape", [source], name=f"{source}/shape")
+                rank = len(self.graph.values[atom.source].dims)
+                self.tape.annotate(shape, (rank,), TensorProto.INT64)
+                self.shapes[atom.source] = shape
+            axis = self.tape.constant(f"size.{atom.name}/axis", [atom.axis])
+            size = self.tape.op("Gather", [self.shapes[atom.source], axis], {"axis": 0},
+                                name=f"size.{atom.name}")
+            self.tape.annotate(size, (1,), TensorProto.INT64)
+            self.sizes[atom] = size
+        return self.sizes[atom]
+
+
+def opset_faults(tape: Tape, max_opset: int | None) -> list[str]:
+    if max_opset is None:
+        return []
+    from deepsharp_export_onnx import opsets
+
+    return [f"{node.owner}: node {node.name!r} ({node.op_type}) needs operator set "
+            f"{opsets.needs(node.op_type, node.attrs)}, above max_opset {max_opset}"
+            for node in tape.nodes_needing_more_than(max_opset)]
+
+
+def traced_model_proto(graph: TraceGraph, *, max_opset: int | None = None,
+                       metadata: dict[str, str] | None = None) -> onnx.ModelProto:
+    """The ModelProto of a traced graph, for the oldest operator set holding every node."""
+    lowering = Lowering(graph)
+    outputs = lowering.run()
+    faults = opset_faults(lowering.tape, max_opset)
+    if faults:
+        raise ExportRefused(faults)
+    inputs = [graph.values[v].name for v in graph.inputs]
+    return lowering.tape.to_model(inputs, outputs, metadata=metadata, graph_name=GRAPH_NAME,
+                                  producer=("deepsharp", deepsharp.__version__))
+
+
+# -- OnnxExport of a network written as code ------------------------------------------------------
+
+def example_sizes(fixed: set[int], count: int) -> list[int]:
+    """`count` distinct example sizes for symbols, avoiding every fixed size of the model (a
+    symbol whose example size equals a fixed size could be mistaken for it)."""
+    sizes: list[int] = []
+    n = 3
+    while len(sizes) < count:
+        if n not in fixed and all(n % p for p in range(2, int(n ** 0.5) + 1)):
+            sizes.append(n)
+        n += 1
+    return sizes
+
+
+def export_module(exporter: Any, module: Any, loss: Any) -> onnx.ModelProto:
+    """What `OnnxExport.to_model` writes for a Module that is not a stack: its evaluation pass
+    traced on an example batch (the batch, and a series' steps, symbolic, as for a stack), then
+    the loss's output activation as the last node."""
+    from deepsharp.errors import TraceException
+    from deepsharp.tracing import trace_module
+    from deepsharp_export_onnx.write.export import META_FEATURES, META_SHAPE, example_dims
+    from deepsharp_export_onnx.values import Value
+
+    ids = getattr(module, "input_dtype", "float32") == "int64"
+    dims = example_dims(exporter.shape, ids=ids)  # a series of ids has symbolic steps too
+    fixed = set(exporter.shape) | {n for t in module._slots().values() for n in t.shape}
+    symbols = [d for d in dims if isinstance(d, str)]
+    size = dict(zip(symbols, example_sizes(fixed, len(symbols))))
+    shape = tuple(size[d] if isinstance(d, str) else d for d in dims)
+    if ids:
+        example = np.zeros(shape, dtype=np.int64)
+    else:
+        example = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    logits = f"{exporter.output_name}/logits"
+    try:
+        traced = trace_module(module, example, {i: d for i, d in enumerate(dims) if d in size},
+                              input_names=[exporter.input_name], output_names=[logits],
+                              call=lambda x: module.logits(x, loss))
+    except TraceException as error:
+        raise ExportRefused([f"{type(module).__name__} (traced): {error}"]) from error
+    lowering = Lowering(traced.graph)
+    lowering.run()
+    value = traced.graph.values[traced.graph.outputs[0][1]]
+    tape = lowering.tape
+    exporter._finish(tape, Value(logits, onnx_dims(value.dims), elem_type=elem_type(value.dtype)),
+                     loss)
+    faults = opset_faults(tape, exporter.max_opset)
+    if faults:
+        raise ExportRefused(faults)
+    metadata = {META_SHAPE: str(exporter.shape)}
+    if exporter.features:
+        metadata[META_FEATURES] = json.dumps(list(exporter.features))
+    return tape.to_model([exporter.input_name], [exporter.output_name], metadata=metadata,
+                         graph_name="deepsharp", producer=("deepsharp", deepsharp.__version__))

@@ -1,0 +1,207 @@
+"""OnnxExport: write a trained network and its loss's output activation as an ONNX graph.
+
+    OnnxExport(Shape(14), features=["age", "fare"]).write(network, BinaryCrossEntropy(), stream)
+
+The exporter walks the stack and asks the writer registered for each step type; the tape writes
+the ModelProto for the oldest operator set that holds every node. Every refusal is collected and
+raised as one `ExportRefused` before a single byte is written.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import BinaryIO, Sequence
+
+import onnx
+from onnx import TensorProto
+
+import deepsharp
+from deepsharp.layers.base import Step
+from deepsharp.layers.composite import walk_specs
+from deepsharp.losses import Loss
+from deepsharp.module import Module
+from deepsharp.network import Network
+from deepsharp.shape import Shape
+from deepsharp_export_onnx.errors import ExportRefused
+from deepsharp_export_onnx.graph import Tape
+from deepsharp_export_onnx.values import Value
+from deepsharp_export_onnx.write.writers import WRITERS, Refusal, Writing, writer_for
+from deepsharp_export_onnx.write.writers.outputs import OUTPUT_WRITERS
+from layout import Order, permute_dims, to_channels_first, to_channels_last
+
+BATCH = "batch"
+STEPS = "steps"
+META_FEATURES = "features"
+META_SHAPE = "deepsharp.example_shape"
+META_TRAINING_ONLY = "deepsharp.training_only"
+META_TRAINING_SETTINGS = "deepsharp.training_settings"
+
+
+def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
+    """The graph input's dims: the batch is a symbol; so is a series' length (rank-2 shapes
+    are steps x channels, and a rank-1 shape of int64 ids is a series of steps)."""
+    dims: tuple[int | str, ...] = tuple(shape)
+    if shape.rank == 2:
+        dims = (STEPS, dims[1])
+    elif shape.rank == 1 and ids:
+        dims = (STEPS,)
+    return (BATCH, *dims)
+
+
+class OnnxExport:
+    """Writes networks as ONNX graphs for examples of `shape`.
+
+    Args:
+        shape: the shape of one example, without the batch axis (the network's input shape).
+        features: names of what a row is made of, written as model metadata.
+        max_opset: refuse a network whose nodes need a newer operator set than this.
+        input_name, output_name: the graph's input and output names.
+    """
+
+    def __init__(self, shape: Shape, features: Sequence[str] | None = None,
+                 max_opset: int | None = None, input_name: str = "input",
+                 output_name: str = "output") -> None:
+        if not isinstance(shape, Shape):
+            raise TypeError(f"OnnxExport: shape must be a Shape, received {shape!r}")
+        self.shape = shape
+        self.features = list(features) if features is not None else None
+        self.max_opset = max_opset
+        self.input_name = input_name
+        self.output_name = output_name
+
+    # -- public API -------------------------------------------------------------------------------
+    def write(self, network: Module, loss: Loss, stream: BinaryIO) -> None:
+        """Write the graph to `stream`; a refused network writes nothing."""
+        data = self.to_bytes(network, loss)
+        stream.write(data)
+
+    def to_bytes(self, network: Module, loss: Loss) -> bytes:
+        return self.to_model(network, loss).SerializeToString(deterministic=True)
+
+    def to_model(self, network: Module, loss: Loss) -> onnx.ModelProto:
+        faults = self._preconditions(network, loss)
+        if faults:
+            raise ExportRefused(faults)
+        if not isinstance(network, Network):  # written as code: traced
+            from deepsharp_export_onnx.trace.lower import export_module
+
+            return export_module(self, network, loss)
+        tape = Tape()
+        x = self._input(network, tape)
+        steps = network.logits_steps(loss)
+        self._faults: list[str] = []
+        z = self.write_steps(tape, steps, x)
+        faults = self._faults
+        if not faults:
+            self._finish(tape, z, loss)
+            faults += self._opset_faults(tape)
+        if faults:
+            raise ExportRefused(faults)
+        return tape.to_model([self.input_name], [self.output_name],
+                             metadata=self._metadata(network), graph_name="deepsharp",
+                             producer=("deepsharp", deepsharp.__version__))
+
+    # -- the walk -----------------------------------------------------------------------------------
+    def write_steps(self, tape: Tape, steps: Sequence[Step], x: Value) -> Value:
+        """Write `steps` from value `x`; a refused step is recorded and the walk goes on (with a
+        stand-in value of the step's output shape) so every refusal is found in one pass."""
+        for index, step in enumerate(steps):
+            entry = writer_for(step)
+            if entry is None:
+                if not step.spec.training_only:
+                    self._faults.append(f"step {step.place} ({step.spec.describe()}): no ONNX "
+                                        f"writer for {type(step).__name__}; {self._known()}")
+                    x = self._stand_in(step, x)
+                continue
+            tape.owner = f"{step.place} ({step.kind})"
+            flat = x.order is Order.FLAT_CHANNELS_FIRST and entry.flat_rows
+            x = self.turn(tape, x, None if flat else entry.order)
+            try:
+                y = entry.write(step, x, Writing(tape, step, self, steps[index + 1:]))
+            except Refusal as refusal:
+                self._faults.append(f"step {step.place} ({step.spec.describe()}): {refusal}")
+                x = self._stand_in(step, x)
+                continue
+            if y.mask is not None and y.mask == x.mask and not step.keeps_steps():
+                y = replace(y, mask=None)  # the series' steps are gone: so is their mask
+            x = y
+        return x
+
+    def turn(self, tape: Tape, x: Value, order: Order | None) -> Value:
+        """`x` in `order` (one Transpose, or none when it already is, or when any order does)."""
+        if order is not None and x.order is Order.FLAT_CHANNELS_FIRST:
+            # the flatten writer keeps this order only for a writer that takes it (flat_rows)
+            raise ValueError(f"{x.name!r} is a row flattened channels-first; no writer asking "
+                             f"for {order.value} may receive it")
+        if order is None or x.order is order or x.rank < 3:
+            return x
+        perm = to_channels_first(x.rank) if order is Order.CHANNELS_FIRST else to_channels_last(x.rank)
+        name = tape.op("Transpose", [x.name], {"perm": list(perm)}, name=f"{x.name}/{order.value}")
+        turned = x.renamed(name, dims=permute_dims(x.dims, perm), order=order)
+        tape.annotate(name, turned.dims, turned.elem_type)
+        return turned
+
+    # -- the parts -------------------------------------------------------------------------------------
+    def _preconditions(self, network: Module, loss: Loss) -> list[str]:
+        if not isinstance(loss, Loss):
+            return [f"loss must be a deepsharp Loss, received {loss!r}"]
+        if OUTPUT_WRITERS.lookup(loss) is None:
+            return [f"loss {type(loss).__name__} has no output writer; written: "
+                    f"{OUTPUT_WRITERS.names()}"]
+        if not isinstance(network, Module):
+            return [f"expected a Network or a Module, received {type(network).__name__}"]
+        if isinstance(network, Network) and network.input_shape != self.shape:
+            return [f"the network takes examples of shape {network.input_shape}, the export was "
+                    f"asked for {self.shape}"]
+        return []
+
+    def _input(self, network: Network, tape: Tape) -> Value:
+        steps = network.steps
+        dtype = steps[0].spec.input_dtype if steps else "float32"
+        elem = TensorProto.INT64 if dtype == "int64" else TensorProto.FLOAT
+        x = Value(self.input_name, example_dims(self.shape, ids=dtype == "int64"), elem_type=elem)
+        tape.annotate(x.name, x.dims, elem)
+        return x
+
+    def _stand_in(self, step: Step, x: Value) -> Value:
+        dims = (BATCH, *step.output_shape)
+        return Value(f"{step.place}.{step.kind}", dims)
+
+    def _finish(self, tape: Tape, z: Value, loss: Loss) -> None:
+        tape.owner = f"output ({type(loss).__name__})"
+        z = self.turn(tape, z, Order.CHANNELS_LAST)
+        name = OUTPUT_WRITERS.lookup(loss)(tape, z, self.output_name)
+        tape.annotate(name, z.dims, z.elem_type)
+
+    def _opset_faults(self, tape: Tape) -> list[str]:
+        if self.max_opset is None or tape.needed_opset() <= self.max_opset:
+            return []
+        from deepsharp_export_onnx import opsets
+
+        faults = []
+        for node in tape.nodes_needing_more_than(self.max_opset):
+            faults.append(f"step {node.owner}: node {node.name!r} ({node.op_type}) needs operator "
+                          f"set {opsets.needs(node.op_type, node.attrs)}, above max_opset "
+                          f"{self.max_opset}")
+        return faults
+
+    def _metadata(self, network: Network) -> dict[str, str]:
+        metadata = {}
+        features = self.features if self.features is not None else network.features
+        if features:
+            metadata[META_FEATURES] = json.dumps(list(features))
+        metadata[META_SHAPE] = str(self.shape)
+        silent = [{"place": place, "layer": spec.dump()} for place, spec in walk_specs(network.spec)
+                  if spec.training_only]  # inside composite layers' branches too (3.branch.1)
+        if silent:
+            metadata[META_TRAINING_ONLY] = json.dumps(silent, sort_keys=True)
+        settings = {place: {name: getattr(spec, name) for name in spec.training_fields}
+                    for place, spec in walk_specs(network.spec) if spec.training_fields}
+        if settings:
+            metadata[META_TRAINING_SETTINGS] = json.dumps(settings, sort_keys=True)
+        return metadata
+
+    @staticmethod
+    def _known() -> str:
+        return "steps written: " + WRITERS.names()

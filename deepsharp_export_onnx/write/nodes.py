@@ -1,0 +1,220 @@
+"""ONNX nodes for the primitives an operation record can hold.
+
+One table, keyed by primitive name, used by the writers of layers that apply a primitive (the
+activations) and by the tracer, so a primitive is written the same way whoever writes it. Each
+entry takes an `Emit` (a tape bound to a name), the input value names, the record's attributes and
+the input ranks, and returns the output value name (a list of names for several results).
+
+An entry may also name how the primitive carries symbolic axes (`dims=`, a rule of
+`deepsharp.tracing.dims`; `positional` when omitted): that is all the tracer needs to record it.
+Adding a primitive to what can be traced is one entry here:
+
+    @writes_primitive("conv", dims=dims.positional)
+    def _conv(emit, inputs, attrs, ranks):
+        return emit("Conv", inputs, {"strides": list(attrs["strides"]), ...})
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from onnx import helper
+
+from deepsharp.tracing import dims
+from deepsharp.tracing.dims import DimRule
+from deepsharp.tracing.symbols import Dims
+from deepsharp_export_onnx.graph import Tape
+
+# ends of a slice running to the start with step -1, at any size (ONNX clamps it)
+TO_THE_START = -(2 ** 63 - 1)
+
+
+@dataclass
+class Emit:
+    """A tape bound to a base name: the first node takes the name, later ones `name/suffix`.
+
+    A layer writer's Emit knows nothing of symbolic axes: every shape is the one recorded. The
+    tracer's (`deepsharp_export_onnx.trace.lower.TraceEmit`) answers from the trace's symbolic dims.
+    """
+
+    tape: Tape
+    name: str
+
+    def __call__(self, op_type: str, inputs: Sequence[str], attrs: dict[str, Any] | None = None,
+                 *, suffix: str | None = None, outputs: int = 1) -> Any:
+        name = self.name if suffix is None else f"{self.name}/{suffix}"
+        return self.tape.op(op_type, inputs, attrs, name=name, outputs=outputs)
+
+    def constant(self, label: str, values: Any, dtype: Any = np.int64) -> str:
+        return self.tape.constant(f"{self.name}/{label}", values, dtype)
+
+    def dims(self, index: int) -> Dims | None:
+        """Input `index`'s symbolic dims (None when not known: every axis as recorded)."""
+        return None
+
+    def constant_value(self, index: int) -> np.ndarray | None:
+        """Input `index`'s values when it is a constant of the trace (else None)."""
+        return None
+
+    def annotate_as(self, name: str, *, operand: int | None = None, result: int | None = None,
+                    perm: Sequence[int] | None = None) -> None:
+        """Annotate `name` with the dims and type of input `operand` (or of result `result`),
+        its axes permuted by `perm`: what a node in between (a Transpose to channels-first) makes.
+        A layer writer's Emit knows no dims and annotates nothing."""
+
+    def promoted(self, inputs: Sequence[str], skip: Sequence[int] = ()) -> list[str]:
+        """`inputs` in the result's element type, as numpy promoted them (ONNX's arithmetic takes
+        one type): a Cast where an input's type differs. Positions in `skip` are left alone."""
+        return list(inputs)
+
+    def shape_operand(self, shape: Sequence[int], *, minus_one: bool = False,
+                      broadcast_from: int | None = None) -> str:
+        """An int64 operand giving result 0's shape (`shape` as recorded). `minus_one` allows
+        one -1 (Reshape); `broadcast_from=i` allows 1 where input i already has the size
+        (Expand)."""
+        return self.constant("shape", [int(s) for s in shape])
+
+
+PrimitiveWriter = Callable[[Emit, Sequence[str], dict[str, Any], Sequence[int]], str]
+PRIMITIVE_NODES: dict[str, PrimitiveWriter] = {}
+PRIMITIVE_DIMS: dict[str, DimRule] = {}  # how the tracer carries symbolic axes through each
+
+
+def writes_primitive(*names: str, dims: DimRule | None = None
+                     ) -> Callable[[PrimitiveWriter], PrimitiveWriter]:
+    def register(fn: PrimitiveWriter) -> PrimitiveWriter:
+        for name in names:
+            if name in PRIMITIVE_NODES:
+                raise ValueError(f"primitive {name!r} has two ONNX writers")
+            PRIMITIVE_NODES[name] = fn
+            if dims is not None:
+                PRIMITIVE_DIMS[name] = dims
+        return fn
+
+    return register
+
+
+def _same_name(op_type: str, skip: Sequence[int] = ()) -> PrimitiveWriter:
+    return lambda emit, inputs, attrs, ranks: emit(op_type, emit.promoted(inputs, skip))
+
+
+for _primitive, _op in {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh",
+                        "softplus": "Softplus", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+                        "neg": "Neg", "abs": "Abs", "sin": "Sin", "cos": "Cos",
+                        "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
+                        "maximum": "Max", "minimum": "Min"}.items():
+    writes_primitive(_primitive, dims=dims.elementwise)(_same_name(_op))
+writes_primitive("where", dims=dims.elementwise)(_same_name("Where", skip=(0,)))
+
+
+@writes_primitive("gelu", dims=dims.elementwise)
+def _gelu(emit, inputs, attrs, ranks):
+    return emit("Gelu", inputs, {"approximate": "tanh" if attrs["approximate"] else "none"})
+
+
+@writes_primitive("silu", dims=dims.elementwise)
+def _silu(emit, inputs, attrs, ranks):
+    """x * Sigmoid(x): ONNX has no SiLU operator."""
+    s = emit("Sigmoid", inputs, suffix="sigmoid")
+    return emit("Mul", [inputs[0], s])
+
+
+@writes_primitive("elu", dims=dims.elementwise)
+def _elu(emit, inputs, attrs, ranks):
+    return emit("Elu", inputs, {"alpha": float(attrs["alpha"])})
+
+
+@writes_primitive("leaky_relu", dims=dims.elementwise)
+def _leaky_relu(emit, inputs, attrs, ranks):
+    return emit("LeakyRelu", inputs, {"alpha": float(attrs["slope"])})
+
+
+def _softmax_like(op_type: str) -> PrimitiveWriter:
+    def write(emit, inputs, attrs, ranks):
+        axis = int(attrs["axis"])
+        # `_last_axis` lets opsets.needs keep the old (2-D coercing) form for the last axis
+        return emit(op_type, inputs, {"axis": axis, "_last_axis": axis == ranks[0] - 1})
+
+    return write
+
+
+writes_primitive("softmax", dims=dims.elementwise)(_softmax_like("Softmax"))
+writes_primitive("log_softmax", dims=dims.elementwise)(_softmax_like("LogSoftmax"))
+writes_primitive("matmul", dims=dims.matmul)(_same_name("MatMul"))
+
+
+def _reduce(op_type: str) -> PrimitiveWriter:
+    def write(emit, inputs, attrs, ranks):
+        return emit(op_type, inputs, {"axes": [int(a) for a in attrs["axes"]],
+                                      "keepdims": int(attrs["keepdims"])})
+
+    return write
+
+
+writes_primitive("sum", dims=dims.reduce)(_reduce("ReduceSum"))
+writes_primitive("mean", dims=dims.reduce)(_reduce("ReduceMean"))
+writes_primitive("max", dims=dims.reduce)(_reduce("ReduceMax"))
+
+
+@writes_primitive("cast", dims=dims.elementwise)
+def _cast(emit, inputs, attrs, ranks):
+    return emit("Cast", inputs, {"to": helper.np_dtype_to_tensor_dtype(np.dtype(attrs["to"]))})
+
+
+@writes_primitive("transpose", dims=dims.transpose)
+def _transpose(emit, inputs, attrs, ranks):
+    return emit("Transpose", inputs, {"perm": [int(p) for p in attrs["perm"]]})
+
+
+@writes_primitive("reshape", dims=dims.reshape)
+def _reshape(emit, inputs, attrs, ranks):
+    """Reshape by a constant shape, a constant with one -1, or a shape computed from Shape nodes
+    when several axes are symbolic. A literal 0 (an empty axis) needs `allowzero`, or ONNX would
+    read it as "copy the input's size"."""
+    shape = emit.shape_operand(attrs["shape"], minus_one=True)
+    return emit("Reshape", [inputs[0], shape], {"allowzero": 1} if 0 in attrs["shape"] else {})
+
+
+@writes_primitive("expand", dims=dims.expand)
+def _expand(emit, inputs, attrs, ranks):
+    return emit("Expand", [inputs[0], emit.shape_operand(attrs["shape"], broadcast_from=0)])
+
+
+@writes_primitive("concat", dims=dims.concat)
+def _concat(emit, inputs, attrs, ranks):
+    return emit("Concat", emit.promoted(inputs), {"axis": int(attrs["axis"])})
+
+
+@writes_primitive("gather", dims=dims.gather)
+def _gather(emit, inputs, attrs, ranks):
+    """Gather along `axis`. Negative indices count from the end only from set 11: a constant's are
+    known, an input's may be anything."""
+    indices = emit.constant_value(1)
+    negative = indices is None or bool((indices < 0).any())
+    return emit("Gather", inputs, {"axis": int(attrs["axis"]), "_negative": negative})
+
+
+@writes_primitive("slice", dims=dims.slice_)
+def _slice(emit, inputs, attrs, ranks):
+    """Only the axes not taken whole; a reversed whole axis (flip) runs from -1 to the start, which
+    holds at any size."""
+    known = emit.dims(0)
+    kinds = dims.slice_axes(known, attrs) if known is not None else ["part"] * ranks[0]
+    starts, ends, axes, steps = [], [], [], []
+    for axis, (b, e, s, kind) in enumerate(zip(attrs["starts"], attrs["stops"], attrs["steps"],
+                                               kinds)):
+        if kind == "full":
+            continue
+        if kind == "flip":
+            b, e = -1, TO_THE_START
+        starts.append(b), ends.append(e), axes.append(axis), steps.append(s)
+    operands = [emit.constant(label, values) for label, values in
+                (("starts", starts), ("ends", ends), ("axes", axes), ("steps", steps))]
+    return emit("Slice", [inputs[0], *operands])
+
+
+# The sequence primitives (embedding, attention, lstm, gru) and the spatial ones (convolutions,
+# pools, pad, resize, norms) register themselves here too.
+from deepsharp_export_onnx.write import sequence_nodes, spatial_nodes  # noqa: E402,F401

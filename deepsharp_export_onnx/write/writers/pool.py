@@ -1,0 +1,62 @@
+"""Poolings: max_pool -> MaxPool, avg_pool -> AveragePool (channels-first); global pools ->
+GlobalAveragePool/GlobalMaxPool or a ReduceMean/ReduceMax over the places (in either order);
+adaptive pools -> a pool whose window is the bin where every bin is as wide, else the exact
+composition: the places in one row, a product by the bins' averaging matrix (average) or a
+gather of every bin's places and a ReduceMax (max), then the bins laid out again. Over a series'
+free length, the bins are worked out in the graph (`compositions`)."""
+
+from __future__ import annotations
+
+from deepsharp.layers.pool import AdaptivePoolStep, GlobalPoolStep, PoolStep
+from deepsharp_export_onnx.compositions import adaptive_pool_over_length
+from deepsharp_export_onnx.write.nodes import Emit
+from deepsharp_export_onnx.write.spatial_nodes import adaptive_pool_nodes, pool_node_form
+from deepsharp_export_onnx.values import Value
+from deepsharp_export_onnx.write.writers.base import Writing, writes
+from deepsharp_export_onnx.write.writers.windows import window_dims
+from layout import Order
+
+
+@writes(PoolStep, order=Order.CHANNELS_FIRST)
+def write_pool(step: PoolStep, x: Value, w: Writing) -> Value:
+    spec = step.spec
+    places = x.dims[2:]
+    op, attrs = pool_node_form(spec.primitive, spec.attrs(), places)
+    y = w.node(op, [x.name], attrs)
+    return w.value(y, (x.dims[0], x.dims[1], *window_dims(w, places, attrs, spec.kernel_size,
+                                                          spec.strides, spec.dilations)), x)
+
+
+_GLOBAL = {"mean": ("GlobalAveragePool", "ReduceMean"), "max": ("GlobalMaxPool", "ReduceMax")}
+
+
+@writes(GlobalPoolStep, order=None)
+def write_global_pool(step: GlobalPoolStep, x: Value, w: Writing) -> Value:
+    whole, reduce = _GLOBAL[step.spec.primitive]
+    first = x.order is Order.CHANNELS_FIRST
+    channel = 1 if first else x.rank - 1
+    keep = step.spec.keep_axes
+    if keep:
+        dims = tuple(d if i in (0, channel) else 1 for i, d in enumerate(x.dims))
+        if first:
+            return w.value(w.node(whole, [x.name]), dims, x)
+    else:
+        dims = (x.dims[0], x.dims[channel])
+    axes = [i for i in range(1, x.rank) if i != channel]
+    y = w.node(reduce, [x.name], {"axes": axes, "keepdims": int(keep)})
+    return w.value(y, dims, x, order=x.order if keep else Order.CHANNELS_LAST)
+
+
+@writes(AdaptivePoolStep, order=Order.CHANNELS_FIRST)
+def write_adaptive_pool(step: AdaptivePoolStep, x: Value, w: Writing) -> Value:
+    places, sizes = x.dims[2:], tuple(step.output_shape)[:-1]
+    dims = (x.dims[0], x.dims[1], *sizes)
+    average = step.spec.primitive == "adaptive_avg_pool"
+    if any(not isinstance(n, int) for n in places):
+        if len(places) != 1:
+            raise w.refuse(f"an adaptive pooling over places {places}: only a series' length is "
+                           f"left free")
+        y = adaptive_pool_over_length(Emit(w.tape, w.base), x.name, sizes[0], average)
+        return w.value(y, dims, x)
+    y = adaptive_pool_nodes(Emit(w.tape, w.base), x.name, x.dims, sizes, average, x.elem_type)
+    return w.value(y, dims, x)
