@@ -10,7 +10,8 @@ export it to ONNX and read it back.
 from deepsharp import functional
 from deepsharp.callbacks import Callback, EarlyStopping, History
 from deepsharp.errors import (
-    DeepsharpError, OpError, ShapeError, SpecError, StateError, TargetError, TrainingError,
+    DeepsharpError, OpError, SaveError, ShapeError, SpecError, StateError, TargetError,
+    TrainingError,
 )
 from deepsharp.io import load, load_checkpoint, save, save_checkpoint
 from deepsharp.losses import BinaryCrossEntropy, CrossEntropy, Loss, MeanSquaredError
@@ -30,7 +31,7 @@ __all__ = [
     "Adam", "AdamW", "BinaryCrossEntropy", "Callback", "Cosine", "CrossEntropy", "DeepsharpError",
     "EarlyStopping", "ExponentialDecay", "History", "LinearWarmup", "Loss", "MeanSquaredError",
     "Module", "Network", "OpError", "Optimizer", "Parameter", "RMSprop", "RandomStream", "SGD",
-    "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
+    "SaveError", "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
     "TargetError", "Tensor", "TraceErrorKind", "TraceException", "TracedModel", "Tracer",
     "TrainingError", "float64", "functional", "load", "load_checkpoint",
     "no_grad", "save", "save_checkpoint", "__version__",

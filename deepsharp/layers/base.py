@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import inspect
 from abc import abstractmethod
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
@@ -37,10 +39,66 @@ class Lowering:
     random: RandomStream
 
     def generator(self, purpose: str = "initialise") -> np.random.Generator:
-        return self.random.generator(f"{purpose}:{self.place}")
+        generator = self.random.generator(f"{purpose}:{self.place}")
+        return generator if _BUDGET.get() is None else _Budgeted(generator)  # type: ignore[return-value]
 
     def child(self, name: str) -> "Lowering":
         return Lowering(f"{self.place}.{name}", self.random)
+
+
+# -- allocation budget -----------------------------------------------------------------------
+# A file of a few hundred bytes can declare a spec whose lowering would draw gigabytes (dense(10**9)).
+# Loading a file lowers under a budget of the elements the file can hold: every draw and every
+# large array a step makes at lowering claims its elements first, and the claim that would pass
+# the budget is refused (a ShapeError, which `lower` names with the layer's place) before a byte
+# is allocated.
+_BUDGET: ContextVar["list[int] | None"] = ContextVar("lowering_budget", default=None)
+_SIZE_ARGUMENT = {"uniform": 2, "normal": 2, "standard_normal": 0, "random": 0, "integers": 2}
+
+
+@contextmanager
+def allocation_budget(elements: int):
+    """Within the block, lowering may make at most `elements` numbers (claimed with `claim`)."""
+    token = _BUDGET.set([int(elements)])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def claim(elements: int, what: str) -> None:
+    """Count `elements` numbers about to be made for `what` against the active budget (if any)."""
+    left = _BUDGET.get()
+    if left is None:
+        return
+    if elements > left[0]:
+        raise ShapeError(f"{what} declares {elements:,} numbers, more than the {left[0]:,} left in "
+                         f"the budget of what is being read")
+    left[0] -= int(elements)
+
+
+class _Budgeted:
+    """A numpy Generator whose draws claim their size first."""
+
+    def __init__(self, generator: np.random.Generator) -> None:
+        self._generator = generator
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._generator, name)
+        if name not in _SIZE_ARGUMENT:
+            return method
+
+        def drawing(*args: Any, **kwargs: Any) -> Any:
+            index = _SIZE_ARGUMENT[name]
+            size = kwargs.get("size", args[index] if len(args) > index else None)
+            dims = () if size is None else (size,) if np.ndim(size) == 0 else tuple(size)
+            count = 1
+            for dim in dims:
+                count *= max(int(dim), 0)
+            claim(count, f"a draw of shape {size}")
+            return method(*args, **kwargs)
+
+        return drawing
 
 
 @dataclass(frozen=True)
