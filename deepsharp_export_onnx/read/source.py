@@ -75,12 +75,50 @@ def _folder(folder: Any) -> Path:
 
 
 def parse(data: bytes, what: str) -> onnx.ModelProto:
+    """The model in `data`: not empty, a protobuf ONNX parses, its names and types UTF-8 text."""
     if not data:
         raise ImportRefused([f"{what}: empty, not an ONNX model"])
     try:
-        return onnx.load_from_string(data)
+        model = onnx.load_from_string(data)
     except Exception as error:  # protobuf's DecodeError and friends
         raise ImportRefused([f"{what}: not an ONNX model: {str(error)[:200]}"]) from None
+    faults = text_faults(model)
+    if faults:
+        raise ImportRefused(faults)
+    return model
+
+
+def text_faults(model: onnx.ModelProto) -> list[str]:
+    """Strings that are not UTF-8 text (protobuf hands them over as bytes): op types, domains,
+    names, metadata. Each would break every later step that names or compares them."""
+    faults: list[str] = []
+
+    def check(value: Any, what: str) -> None:
+        if not isinstance(value, str) and len(faults) < 20:
+            faults.append(f"{what} {value!r} is not UTF-8 text")
+
+    def in_graph(graph: onnx.GraphProto, where: str) -> None:
+        for info in (*graph.input, *graph.output, *graph.value_info):
+            check(info.name, f"value name{where}")
+        for tensor in graph.initializer:
+            check(tensor.name, f"initializer name{where}")
+        for node in graph.node:
+            for text, what in ((node.op_type, "op type"), (node.domain, "domain"), (node.name, "node name")):
+                check(text, f"{what}{where}")
+            for name in (*node.input, *node.output):
+                check(name, f"value name{where}")
+            for attribute in node.attribute:
+                check(attribute.name, f"attribute name{where}")
+                for body in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+                    in_graph(body, f" in a body{where}")
+
+    in_graph(model.graph, "")
+    for entry in model.metadata_props:
+        check(entry.key, "metadata key")
+        check(entry.value, "metadata value")
+    for opset in model.opset_import:
+        check(opset.domain, "opset domain")
+    return faults
 
 
 def external_tensors(model: onnx.ModelProto) -> Iterator[tuple[str, TensorProto]]:

@@ -26,7 +26,7 @@ from deepsharp.errors import DeepsharpError
 from deepsharp.layers.base import parse_spec
 from deepsharp.shape import Shape
 from deepsharp_export_onnx.errors import ImportRefused
-from deepsharp_export_onnx.read.source import ITEMSIZE, declared_bytes
+from deepsharp_export_onnx.read.source import ITEMSIZE, declared_bytes, text_faults
 from deepsharp_export_onnx.write.export import (
     META_FEATURES, META_SHAPE, META_TRAINING_ONLY, META_TRAINING_SETTINGS,
 )
@@ -45,7 +45,7 @@ PLACE = re.compile(r"^\d+(\.[A-Za-z_]\w*|\.\d+)*$")
 
 def validate(model: onnx.ModelProto) -> None:
     """Refuse `model` (ImportRefused naming every fault) unless it passes the checks above."""
-    faults = _sizes(model.graph, 0)
+    faults = text_faults(model) or _sizes(model.graph, 0)
     if faults:  # past a limit nothing else is worth the time
         raise ImportRefused(faults)
     faults += _tensors(model.graph)
