@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -108,6 +109,7 @@ def run_annotation_check(model: ModelProto | bytes | str | os.PathLike, feeds: d
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; received {engine!r}")
     model = load_model(model)
     feeds = validated_feeds(model.graph, feeds)
+    _refuse_invalid(model)
     binder = Binder()
     hybrid = [node for node in model.graph.node if has_annotated_body(node)]
     if engine == "auto" and importlib.util.find_spec("onnxruntime") is None:
@@ -143,6 +145,20 @@ def run_annotation_check(model: ModelProto | bytes | str | os.PathLike, feeds: d
         raise binder.violation(used)
     labels = tuple(node_label(n) for n in hybrid) if used == "onnxruntime+reference" else ()
     return AnnotationReport(dict(binder.bindings), used, binder.checks, labels, fallback)
+
+
+def _refuse_invalid(model: ModelProto) -> None:
+    """A graph ONNX Runtime refuses or reads differently (a value produced twice, a 0/1 flag
+    holding 2, an axis out of range, sizes past the limits) is not run at all: the permissive
+    reference evaluator would otherwise run it, slowly or wrongly, in Runtime's place."""
+    from deepsharp_export_onnx.read.validate import graph_faults
+
+    faults = graph_faults(model)
+    if faults:
+        node = re.search(r"node '([^']*)' \((\w+)\)", faults[0])
+        raise ModelRunError("the model is not valid ONNX, so it is not run:\n"
+                            + "\n".join(f"  - {fault}" for fault in faults),
+                            node=f"{node.group(2)} {node.group(1)!r}" if node else "")
 
 
 def _engine_name(engine: str, hybrid: list) -> str:

@@ -98,6 +98,7 @@ def text_faults(model: onnx.ModelProto) -> list[str]:
             faults.append(f"{what} {value!r} is not UTF-8 text")
 
     def in_graph(graph: onnx.GraphProto, where: str) -> None:
+        check(graph.name, f"graph name{where}")
         for info in (*graph.input, *graph.output, *graph.value_info):
             check(info.name, f"value name{where}")
         for tensor in graph.initializer:

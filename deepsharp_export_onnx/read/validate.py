@@ -45,17 +45,24 @@ PLACE = re.compile(r"^\d+(\.[A-Za-z_]\w*|\.\d+)*$")
 
 def validate(model: onnx.ModelProto) -> None:
     """Refuse `model` (ImportRefused naming every fault) unless it passes the checks above."""
+    faults = graph_faults(model, extra=_metadata)
+    if faults:
+        raise ImportRefused(faults)
+
+
+def graph_faults(model: onnx.ModelProto, extra=None) -> list[str]:
+    """Every fault of the checks above but the metadata's (`extra` adds more), one line each:
+    what the importer and the annotation checker both refuse before running anything."""
     faults = text_faults(model) or _sizes(model.graph, 0)
     if faults:  # past a limit nothing else is worth the time
-        raise ImportRefused(faults)
+        return faults
     faults += _tensors(model.graph)
     faults += _names(model.graph)
     faults += _flags(model.graph)
-    faults += _metadata(model)
+    faults += extra(model) if extra is not None else []
     if not faults:
         faults += _inference(model)
-    if faults:
-        raise ImportRefused(faults)
+    return faults
 
 
 def _sizes(graph: onnx.GraphProto, depth: int) -> list[str]:
