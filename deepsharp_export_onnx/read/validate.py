@@ -40,6 +40,8 @@ LIGHT_BYTES = 4096     # tensors above this keep only their shape in the copy in
 FLAGS = {"keepdims", "noop_with_empty_axes", "transA", "transB", "count_include_pad", "ceil_mode",
          "allowzero", "select_last_index", "training_mode", "exclusive", "reverse",
          "linear_before_reset", "input_forget", "is_causal"}
+WINDOWS = {"pads", "kernel_shape", "strides", "dilations", "output_padding", "output_shape"}
+MAX_WINDOW = 1 << 24
 PLACE = re.compile(r"^\d+(\.[A-Za-z_]\w*|\.\d+)*$")
 
 
@@ -165,13 +167,20 @@ def _names(graph: onnx.GraphProto) -> list[str]:
 
 
 def _flags(graph: onnx.GraphProto) -> list[str]:
+    """0/1 flags that hold anything else, and window sizes past MAX_WINDOW (a 1 KB graph whose
+    Conv pads a series by 2**40 reads as a network that asks terabytes of every batch)."""
     faults = []
     for node in graph.node:
         for attribute in node.attribute:
+            label = f"node {node.name!r} ({node.op_type}): {attribute.name}"
             if attribute.name in FLAGS and (attribute.type != AttributeProto.INT or attribute.i not in (0, 1)):
                 value = onnx.helper.get_attribute_value(attribute)
-                faults.append(f"node {node.name!r} ({node.op_type}): {attribute.name} must be 0 or 1, "
-                              f"received {value!r}")
+                faults.append(f"{label} must be 0 or 1, received {value!r}")
+            elif attribute.name in WINDOWS and (attribute.type != AttributeProto.INTS or any(
+                    not -MAX_WINDOW <= v <= MAX_WINDOW for v in attribute.ints)):
+                value = onnx.helper.get_attribute_value(attribute)
+                faults.append(f"{label} must be integers within +-{MAX_WINDOW:,}, received "
+                              f"{str(value)[:80]}")
     return faults
 
 
@@ -256,6 +265,9 @@ def _inference(model: onnx.ModelProto) -> list[str]:
 def _axis_faults(node: onnx.NodeProto, rank: int, constants: dict[str, TensorProto]) -> list[str]:
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     label = f"node {node.name!r} ({node.op_type})"
+    for name in ("perm", "axes"):
+        if name in attrs and not (isinstance(attrs[name], list) and all(isinstance(v, int) for v in attrs[name])):
+            return [f"{label}: {name} must be a list of integers, received {str(attrs[name])[:80]}"]
     if node.op_type in AXIS_OPS and "axis" in attrs:
         top = rank + AXIS_OPS[node.op_type]
         axis = attrs["axis"]
