@@ -2,7 +2,7 @@
 calls, each case in a worker process bounded in memory (RLIMIT_AS) and time (a killed worker is
 a "timeout"), counted per campaign and outcome.
 
-    .venv/bin/python scripts/fuzz_campaign.py                     # the default 21,000 cases
+    .venv/bin/python scripts/fuzz_campaign.py                     # the default 30,000 cases
     .venv/bin/python scripts/fuzz_campaign.py --cases onnx-fields=20000 --seed 7 --jobs 2
     .venv/bin/python scripts/fuzz_campaign.py --save-failures tests/fixtures/fuzz
 
@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DEFAULT_CASES = {"onnx-bytes": 4000, "onnx-fields": 8000, "network-files": 3000,
-                 "checkpoints": 2000, "inspect": 1500, "check": 500, "calls": 2000}
+DEFAULT_CASES = {"onnx-bytes": 5000, "onnx-fields": 12000, "network-files": 4000,
+                 "checkpoints": 3000, "inspect": 2500, "check": 1000, "calls": 2500}
 MEMORY_LIMIT = 3 << 30  # address space per worker: numpy, onnx and onnxruntime fit well inside
 CASE_SECONDS = 20.0
 

@@ -259,3 +259,12 @@ def test_numpy_helper_is_never_reached_with_a_lying_constant():
     model.graph.node.insert(0, constant)
     with pytest.raises(ImportRefused, match="node 'c' \\(Constant\\) attribute 'value': shape"):
         _read(model)
+
+
+def test_names_that_are_not_utf8_text_are_refused():
+    """Found while fuzzing: a graph name of invalid UTF-8 reached a copy as bytes."""
+    model = _model()
+    model.graph.name = "GRAPHNAME"
+    data = model.SerializeToString().replace(b"GRAPHNAME", b"GRAPH\xffAME")
+    with pytest.raises(ImportRefused, match="graph name b'GRAPH\\\\xffAME' is not UTF-8 text"):
+        _read(data)
