@@ -119,14 +119,18 @@ def test_a_symbolic_link_leading_out_is_refused(tmp_path):
 ])
 def test_external_offsets_and_lengths_are_checked_before_reading(tmp_path, key, value, says):
     model = _external(_model(), tmp_path)
-    tensor = model.graph.initializer[0]
-    entries = {e.key: e for e in tensor.external_data}
-    if key in entries:
-        entries[key].value = value
-    else:
-        tensor.external_data.add(key=key, value=value)
+    _set_entry(model.graph.initializer[0].external_data, key, value)
     with pytest.raises(ImportRefused, match=says):
         _read(model.SerializeToString(), folder=tmp_path)
+
+
+def _set_entry(entries, key, value):
+    """Set `key` in a repeated key/value field (external data, metadata), adding it if absent."""
+    found = {e.key: e for e in entries}
+    if key in found:
+        found[key].value = value
+    else:
+        entries.add(key=key, value=value)
 
 
 def test_a_fifo_path_is_refused_without_blocking(tmp_path):
@@ -198,15 +202,8 @@ def test_graphs_runtime_refuses_or_reads_differently_are_refused(change, says):
     ("deepsharp.training_settings", '{"0": 5}', "metadata 'deepsharp.training_settings' is damaged"),
 ])
 def test_damaged_deepsharp_metadata_is_refused(key, value, says):
-    def change(model):
-        entries = {p.key: p for p in model.metadata_props}
-        if key in entries:
-            entries[key].value = value
-        else:
-            model.metadata_props.add(key=key, value=value)
-
     with pytest.raises(ImportRefused, match=says):
-        _read(_with(change))
+        _read(_with(lambda model: _set_entry(model.metadata_props, key, value)))
 
 
 def test_a_tiny_graph_declaring_a_huge_example_is_refused_before_allocating():
