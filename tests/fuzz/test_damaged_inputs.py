@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from tests.support.fuzz import CAMPAIGNS, make_case, outcome
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "fuzz"
-SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 SECONDS = 30.0
 ALLOWANCE = 96 << 20  # the imports' and Runtime's own caches are not the case's doing
 

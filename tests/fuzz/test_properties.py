@@ -20,7 +20,7 @@ from deepsharp_export_onnx import OnnxExport
 from tests.support import run_ort
 from tests.support.fuzz import TOKENS
 
-SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 LOSS = CrossEntropy()
 
 ROW_LAYERS = [
