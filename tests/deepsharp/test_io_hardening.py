@@ -4,7 +4,6 @@ little, and never blocks; saves respect the umask, leave no temporary and name t
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
