@@ -45,11 +45,17 @@ def write_batch_norm(step: BatchNormStep, x: Value, w: Writing) -> Value:
 
 @writes(GroupNormStep, order=Order.CHANNELS_FIRST)
 def write_group_norm(step: GroupNormStep, x: Value, w: Writing) -> Value:
+    if x.mask is not None:
+        raise w.refuse("the series reaching it carries a mask: its statistics over the real "
+                       "steps only have no graph form yet")
     return _norm(step, x, w, "group_norm", ("weight", "bias"), groups=step.groups())
 
 
 @writes(InstanceNormStep, order=Order.CHANNELS_FIRST)
 def write_instance_norm(step: InstanceNormStep, x: Value, w: Writing) -> Value:
+    if x.mask is not None:
+        raise w.refuse("the series reaching it carries a mask: its statistics over the real "
+                       "steps only have no graph form yet")
     y = w.node("InstanceNormalization", [x.name, *_slots(step, w, "weight", "bias")],
                {"epsilon": float(step.spec.eps)})
     return w.value(y, x.dims, x)

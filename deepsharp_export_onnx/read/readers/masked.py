@@ -1,0 +1,113 @@
+"""Reductions over the real steps of a masked series -> global pools (the node groups
+`write/masked_nodes.py` writes):
+
+- Mul(x, Unsqueeze(Cast(mask, float))) -> ReduceSum over the steps, Div by Max(count, 1)
+  -> global_avg_pool;
+- Where(Unsqueeze(mask), x, -inf) -> ReduceMax over the steps, Where(count > 0, ., 0)
+  -> global_max_pool.
+
+The mask must be the one the series carries (an embedding's padding or masking before it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import onnx
+from onnx import TensorProto
+
+from deepsharp.layers.pool import GlobalAvgPool, GlobalMaxPool
+from deepsharp_export_onnx.read.readers.base import Read, Reading, reads_pattern
+from deepsharp_export_onnx.read.readers.patterns import (
+    attrs, axes_of, consumer, consumers, producer, scalar,
+)
+from layout import Order
+
+MEAN_FORM = ("the mean over a series' real steps is ReduceSum(x * real) / Max(ReduceSum(real), 1) "
+             "with real = Unsqueeze(Cast(mask, float)) over the steps")
+MAX_FORM = ("the largest value over a series' real steps is ReduceMax(Where(mask, x, -inf)) over "
+            "the steps, then Where(ReduceSum(real) > 0, ., 0)")
+
+
+def _real(r: Reading, name: str) -> list[onnx.NodeProto] | None:
+    """[Cast, Unsqueeze] when `name` is Unsqueeze(Cast(the series' mask, float), [2])."""
+    unsqueeze = producer(r, name, "Unsqueeze")
+    cast = producer(r, unsqueeze.input[0], "Cast") if unsqueeze is not None else None
+    if cast is None or axes_of(r, unsqueeze) != [2] or attrs(cast).get("to") != TensorProto.FLOAT \
+            or cast.input[0] != r.extra.get("mask"):
+        return None
+    return [cast, unsqueeze]
+
+
+def _reduced(r: Reading, node: onnx.NodeProto, op_type: str) -> onnx.NodeProto | None:
+    """The node reducing `node`'s output over the steps (axis 1) with op_type."""
+    found = consumer(r, node.output[0], op_type)
+    return found if found is not None and axes_of(r, found) == [1] else None
+
+
+def _count(r: Reading, real: list[onnx.NodeProto], keep: int) -> onnx.NodeProto | None:
+    """The ReduceSum of the real steps (the other reader of Unsqueeze's output)."""
+    counts = [n for n in consumers(r, real[1].output[0]) if n.op_type == "ReduceSum"]
+    if len(counts) != 1 or axes_of(r, counts[0]) != [1] \
+            or attrs(counts[0]).get("keepdims", 1) != keep:
+        return None
+    return counts[0]
+
+
+def _pooled(output: str, nodes: list[onnx.NodeProto], spec, keep: int) -> Read:
+    if keep:
+        return Read(output, nodes, [spec], [{}])
+    return Read(output, nodes, [spec], [{}], order=Order.CHANNELS_LAST, rank=2)
+
+
+@reads_pattern("Mul")
+def read_masked_mean(node: onnx.NodeProto, r: Reading) -> Read | None:
+    if r.rank != 3 or node.input[0] != r.value or r.extra.get("mask") is None:
+        return None
+    real = _real(r, node.input[1])
+    if real is None:
+        return None
+    total = _reduced(r, node, "ReduceSum")
+    keep = int(attrs(total).get("keepdims", 1)) if total is not None else 1
+    count = _count(r, real, keep)
+    floor = consumer(r, count.output[0], "Max") if count is not None else None
+    divide = consumer(r, total.output[0], "Div") if total is not None else None
+    if floor is None or divide is None or scalar(r, floor.input[1]) != 1.0 \
+            or list(divide.input) != [total.output[0], floor.output[0]]:
+        raise r.unreadable(node, MEAN_FORM)
+    return _pooled(divide.output[0], [*real, node, total, count, floor, divide],
+                   GlobalAvgPool(keep_axes=bool(keep)), keep)
+
+
+@reads_pattern("Where")
+def read_masked_max(node: onnx.NodeProto, r: Reading) -> Read | None:
+    mask = r.extra.get("mask")
+    if r.rank != 3 or len(node.input) != 3 or node.input[1] != r.value or mask is None:
+        return None
+    condition = producer(r, node.input[0], "Unsqueeze")
+    if condition is None or condition.input[0] != mask or axes_of(r, condition) != [2]:
+        return None
+    fill = scalar(r, node.input[2])
+    largest = _reduced(r, node, "ReduceMax")
+    keep = int(attrs(largest).get("keepdims", 1)) if largest is not None else 1
+    real_nodes = _real_from_mask(r, mask)
+    count = _count(r, real_nodes, keep) if real_nodes is not None else None
+    has_real = consumer(r, count.output[0], "Cast") if count is not None else None
+    choose = consumer(r, largest.output[0], "Where") if largest is not None else None
+    if fill is None or not math.isinf(fill) or fill > 0 or has_real is None or choose is None \
+            or attrs(has_real).get("to") != TensorProto.BOOL \
+            or list(choose.input[:2]) != [has_real.output[0], largest.output[0]] \
+            or scalar(r, choose.input[2]) != 0.0:
+        raise r.unreadable(node, MAX_FORM)
+    return _pooled(choose.output[0], [*real_nodes, condition, node, largest, count, has_real,
+                                      choose], GlobalMaxPool(keep_axes=bool(keep)), keep)
+
+
+def _real_from_mask(r: Reading, mask: str) -> list[onnx.NodeProto] | None:
+    """[Cast, Unsqueeze]: the open Cast of the mask to float and its Unsqueeze over the steps."""
+    for cast in consumers(r, mask):
+        if cast.op_type == "Cast" and attrs(cast).get("to") == TensorProto.FLOAT:
+            unsqueeze = consumer(r, cast.output[0], "Unsqueeze")
+            if unsqueeze is not None and axes_of(r, unsqueeze) == [2]:
+                return [cast, unsqueeze]
+    return None
