@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from deepsharp.errors import StateError
+from deepsharp.errors import SpecError, StateError
 from deepsharp.tensors import Tensor, no_grad
 from deepsharp.tensors.tensor import _as_array
 
@@ -200,16 +200,26 @@ class Module:
         module written as code returns its forward."""
         return self.forward(x)
 
-    def predict(self, x: Any, loss: Any, batch_size: int | None = None) -> np.ndarray:
-        """The evaluation pass, then the loss's output activation: what an exported graph answers."""
+    def predict(self, x: Any, loss: Any, batch_size: int | None = None) -> Any:
+        """The evaluation pass, then the loss's output activation: what an exported graph answers.
+        `loss` may be one per output (a dict or a sequence); several outputs come back in
+        forward's structure (see `deepsharp.training.predict`)."""
         from deepsharp.training import predict
 
         return predict(self, x, loss, batch_size=batch_size)
 
-    def fit(self, x: Any, y: Any, **options: Any):
-        """Train on (x, y); see `deepsharp.training.fit` for the options."""
+    def fit(self, x: Any = None, y: Any = None, **options: Any):
+        """Train on (x, y); see `deepsharp.training.fit` for the options (an option fit does not
+        know is refused by name)."""
+        import inspect
+
         from deepsharp.training import fit
 
+        known = [n for n in inspect.signature(fit).parameters if n not in ("module", "x", "y")]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise SpecError(f"fit: no option {', '.join(map(repr, unknown))}; the options are "
+                            f"{', '.join(known)}")
         return fit(self, x, y, **options)
 
     def save_weights(self, path: Any) -> None:
