@@ -156,12 +156,21 @@ class ArraySource:
             where = (f"batch {number + 1} (examples {start} to {stop - 1} of this epoch's order)")
             yield Batch(take(self.x, index), take(self.y, index), take(self.w, index), where)
 
-    def chunks(self, size: int) -> Iterator[Batch]:
-        """The examples in order, `size` at a time (checking, validating)."""
+    def chunks(self, size: int, inputs: bool = True) -> Iterator[Batch]:
+        """The examples in order, `size` at a time (checking, validating); without `inputs` the
+        batches hold only x's first rows (a check of the answers reads no input)."""
         for start in range(0, self.count, size):
             index = slice(start, min(start + size, self.count))
-            yield Batch(take(self.x, index), take(self.y, index), take(self.w, index),
+            x = take(self.x, index if inputs else slice(start, start + 1))
+            yield Batch(x, take(self.y, index), take(self.w, index),
                         f"examples {start} to {index.stop - 1}", start)
+
+    def chunk_rows(self, budget: int = 1 << 22) -> int:
+        """Rows per chunk so that a chunk of every array holds about `budget` bytes."""
+        arrays = [a for value in (self.x, self.y, self.w) if value is not None
+                  for _, a in leaves(value)]
+        row = sum(a.dtype.itemsize * int(np.prod(a.shape[1:])) for a in arrays) or 1
+        return max(1, budget // row)
 
     def first(self) -> Batch:
         return next(self.chunks(1))

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from deepsharp.batches import (
-    ArraySource, Exhausted, IteratorSource, SequenceSource, is_iterator, is_sequence,
+    ArraySource, Exhausted, IteratorSource, SequenceSource, is_iterator, is_sequence, leaves,
 )
 from deepsharp.callbacks import Callback, EarlyStopping, History
 from deepsharp.errors import SpecError, TargetError, TrainingError
@@ -34,7 +34,6 @@ from deepsharp.run import running
 from deepsharp.tensors import Tensor, no_grad
 
 EVAL_CHUNK = 1024
-CHECK_CHUNK = 8192
 
 
 # -- predict ----------------------------------------------------------------------------------------
@@ -145,14 +144,15 @@ def _check_arrays(module: Module, source: ArraySource, objective: Objective, wha
                   class_weight, finite: bool) -> None:
     """Every answer (and for validation every input) checked before training starts, a chunk at a
     time: a memmap is read, never held whole."""
-    shapes = {o.name: None for o in objective.outputs}
-    for batch in source.chunks(CHECK_CHUNK):
+    shapes = None
+    for batch in source.chunks(source.chunk_rows(), inputs=finite):
         if finite:
             check_finite(batch.x, what, offset=batch.start)
-        if any(s is None for s in shapes.values()):
+        if shapes is None:
             shapes = {n: t.shape[1:] for n, t in
                       objective.results(probe(module, batch.x, objective.single, "fit", what)).items()}
-        outputs = {n: np.empty((batch.rows, *s), np.float32) for n, s in shapes.items()}
+        rows = len(leaves(batch.y)[0][1])
+        outputs = {n: np.empty((rows, *s), np.float32) for n, s in shapes.items()}
         _targets(objective, batch, outputs, what, class_weight)
 
 
