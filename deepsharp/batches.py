@@ -70,19 +70,19 @@ def map_leaves(fn, value: Any) -> Any:
     return fn(value)
 
 
-def as_array(value: Any, name: str) -> Any:
+def as_array(value: Any, name: str, verb: str = "fit") -> Any:
     """An array (a memmap stays one: nothing is read), or the argument named in the error."""
     if isinstance(value, (str, bytes)) or value is None:
-        raise SpecError(f"fit: {name} must be an array, received {value!r}")
+        raise SpecError(f"{verb}: {name} must be an array, received {value!r}")
     try:
         array = value if isinstance(value, np.ndarray) else np.asarray(value)
     except (ValueError, TypeError) as error:
-        raise SpecError(f"fit: {name} cannot be read as an array ({error})") from None
+        raise SpecError(f"{verb}: {name} cannot be read as an array ({error})") from None
     if array.dtype.kind not in "biuf":
-        raise SpecError(f"fit: {name} must be an array of numbers, received a "
+        raise SpecError(f"{verb}: {name} must be an array of numbers, received a "
                         f"{type(value).__name__} read as dtype {array.dtype}")
     if array.ndim == 0:
-        raise SpecError(f"fit: {name} must have one row per example, received a single "
+        raise SpecError(f"{verb}: {name} must have one row per example, received a single "
                         f"{array.dtype} value")
     return array
 

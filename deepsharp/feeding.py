@@ -68,14 +68,14 @@ def inputs_of(module: Module, x: Any, verb: str, name: str = "x") -> tuple | dic
         if unknown:
             raise SpecError(f"{verb}: {name} names inputs {unknown}; {type(module).__name__}."
                             f"forward takes {names}")
-        return {str(k): as_array(v, f"{name}[{k!r}]") for k, v in x.items()}
+        return {str(k): as_array(v, f"{name}[{k!r}]", verb) for k, v in x.items()}
     several = isinstance(x, (tuple, list)) and not _is_plain(x) and (varargs or len(names) > 1)
     if not several:
-        return (as_array(x, name),)
+        return (as_array(x, name, verb),)
     if not varargs and len(x) > len(names):
         raise SpecError(f"{verb}: {name} holds {len(x)} arrays, but {type(module).__name__}."
                         f"forward takes {len(names)} inputs ({', '.join(names)})")
-    return tuple(as_array(v, f"{name}[{i}]") for i, v in enumerate(x))
+    return tuple(as_array(v, f"{name}[{i}]", verb) for i, v in enumerate(x))
 
 
 def tensors(inputs: tuple | dict) -> tuple | dict:
@@ -104,9 +104,11 @@ def check_shapes(module: Module, inputs: tuple | dict, verb: str, what: str) -> 
             raise ShapeError(f"{verb}: {what}: {error}") from None
 
 
-def probe(module: Module, inputs: tuple | dict, lift: Any, verb: str, what: str) -> Any:
-    """The evaluation pass on the first example (zeros when there is none): the outputs' kinds
-    and shapes. Errors name the caller's arrays, not the probe's row."""
+def probe(module: Module, inputs: tuple | dict, lift: Any, verb: str, what: str,
+          given: tuple | dict | None = None) -> Any:
+    """The evaluation pass on the first example of `inputs` (zeros when there is none): the
+    outputs' kinds and shapes. Errors name the caller's arrays (`given`, by default `inputs`),
+    not the probe's row."""
     def first(a: np.ndarray) -> np.ndarray:
         return as_float32(a[:1] if len(a) else np.zeros((1, *a.shape[1:]), a.dtype))
 
@@ -118,7 +120,8 @@ def probe(module: Module, inputs: tuple | dict, lift: Any, verb: str, what: str)
         with no_grad():
             return call(module, tensors(map_leaves(first, inputs)), lift)
     except (ShapeError, OpError) as error:
-        arrays = inputs.values() if isinstance(inputs, dict) else inputs
+        named = inputs if given is None else given
+        arrays = named.values() if isinstance(named, dict) else named
         shapes = ", ".join(str(tuple(a.shape)) for a in arrays)
         raise ShapeError(f"{verb}: {what}: {type(module).__name__} cannot take inputs of shape "
                          f"{shapes}: {error}") from None

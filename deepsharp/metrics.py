@@ -411,6 +411,9 @@ def metric_of(value: Any) -> Metric:
 def metrics_of(values: Sequence[Any] | None) -> list[Metric]:
     if isinstance(values, (str, Metric)):
         values = [values]
+    if values is not None and not isinstance(values, (list, tuple)):
+        raise SpecError(f"fit: metrics must be Metric objects or names among "
+                        f"{', '.join(sorted(NAMES))}, in a list; received {values!r}")
     found = [metric_of(v) for v in values or ()]
     names = [m.name for m in found]
     twice = sorted({n for n in names if names.count(n) > 1})

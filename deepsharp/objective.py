@@ -34,37 +34,37 @@ class Output:
         return f"{self.name}_{what}" if self.name else what
 
 
-def _names(result: Any) -> tuple[str, list[str]]:
+def _names(result: Any, verb: str) -> tuple[str, list[str]]:
     if isinstance(result, Tensor):
         return "single", [""]
     if isinstance(result, (tuple, list)) and result and all(isinstance(t, Tensor) for t in result):
         return "tuple", [f"output_{i}" for i in range(len(result))]
     if isinstance(result, Mapping) and result and all(isinstance(t, Tensor) for t in result.values()):
         return "dict", [str(k) for k in result]
-    raise SpecError(f"fit: the module's forward must give a tensor, a tuple of tensors or a dict "
+    raise SpecError(f"{verb}: the module's forward must give a tensor, a tuple of tensors or a dict "
                     f"of tensors; it gave {type(result).__name__}")
 
 
 def _per_output(what: str, value: Any, structure: str, names: list[str], default: Any,
-                single_ok: type | tuple[type, ...]) -> dict[str, Any]:
+                single_ok: type | tuple[type, ...], verb: str = "fit") -> dict[str, Any]:
     """`value` spread over the outputs: one value for all, a sequence by position, a dict by name."""
     if value is None:
         return {n: default for n in names}
     if isinstance(value, Mapping):
         if structure != "dict":
-            raise SpecError(f"fit: {what} is a dict, but the module's outputs are not named (it "
+            raise SpecError(f"{verb}: {what} is a dict, but the module's outputs are not named (it "
                             f"gives {'one tensor' if structure == 'single' else 'a tuple'})")
         unknown = sorted(set(map(str, value)) - set(names))
         if unknown:
-            raise SpecError(f"fit: {what} names outputs {unknown} the module does not give; its "
+            raise SpecError(f"{verb}: {what} names outputs {unknown} the module does not give; its "
                             f"outputs are {names}")
         return {n: value.get(n) for n in names}
     if isinstance(value, (list, tuple)) and not isinstance(value, single_ok):
         if structure == "dict":
-            raise SpecError(f"fit: {what} is a sequence, but the module's outputs are named "
+            raise SpecError(f"{verb}: {what} is a sequence, but the module's outputs are named "
                             f"{names}: give a dict")
         if len(value) != len(names):
-            raise SpecError(f"fit: {what} has {len(value)} entries for the module's "
+            raise SpecError(f"{verb}: {what} has {len(value)} entries for the module's "
                             f"{len(names)} output(s)")
         return dict(zip(names, value))
     return {n: value for n in names}
@@ -78,15 +78,16 @@ class Objective:
         self.outputs = outputs
 
     @classmethod
-    def make(cls, result: Any, loss: Any, loss_weights: Any = None, metrics: Any = None
-             ) -> "Objective":
-        structure, names = _names(result)
-        losses = _per_output("loss", loss, structure, names, None, ())
+    def make(cls, result: Any, loss: Any, loss_weights: Any = None, metrics: Any = None,
+             verb: str = "fit") -> "Objective":
+        structure, names = _names(result, verb)
+        losses = _per_output("loss", loss, structure, names, None, (), verb)
         if all(v is None for v in losses.values()):
-            raise SpecError(f"fit: loss must be a deepsharp Loss, received {loss!r}")
+            raise SpecError(f"{verb}: loss must be a deepsharp Loss, received {loss!r}")
         for name, value in losses.items():
             if value is not None and not isinstance(value, Loss):
-                raise SpecError(f"fit: loss{_at(name)} must be a deepsharp Loss, received {value!r}")
+                raise SpecError(f"{verb}: loss{_at(name)} must be a deepsharp Loss, received "
+                                f"{value!r}")
         weights = _per_output("loss_weights", loss_weights, structure, names, 1.0, ())
         per_metrics = _metric_lists(metrics, structure, names)
         shapes = _shapes(result, structure, names)

@@ -45,7 +45,7 @@ def predict(module: Module, x: Any, loss: Any, batch_size: int | None = None) ->
     inputs = inputs_of(module, x, "predict")
     check_shapes(module, inputs, "predict", "x")
     lift = loss if isinstance(loss, Loss) else None
-    objective = Objective.make(probe(module, inputs, lift, "predict", "x"), loss)
+    objective = Objective.make(probe(module, inputs, lift, "predict", "x"), loss, verb="predict")
     n = rows_in(inputs)
     parts: dict[str, list[np.ndarray]] = {o.name: [] for o in objective.outputs}
     for start in range(0, n, size):
@@ -289,7 +289,8 @@ def fit(module: Module, x: Any = None, y: Any = None, *, loss: Any, optimizer: O
     check_shapes(module, source.x if isinstance(source, ArraySource) else first_inputs, "fit",
                  source.what)
     lift = loss if isinstance(loss, Loss) else None
-    objective = Objective.make(probe(module, first_inputs, lift, "fit", source.what), loss,
+    given = source.x if isinstance(source, ArraySource) else first_inputs
+    objective = Objective.make(probe(module, first_inputs, lift, "fit", source.what, given), loss,
                                loss_weights, metrics)
     if class_weight is not None and objective.structure != "single":
         raise SpecError("fit: class_weight is for a module with one output (Keras' rule too); "
