@@ -15,7 +15,9 @@ from deepsharp.errors import (
     DataError, DeepsharpError, MissingExtra, OpError, ShapeError, SpecError, StateError,
     TargetError, TrainingError,
 )
-from deepsharp.io import load, load_checkpoint, save, save_checkpoint
+from deepsharp.io import (
+    load, load_checkpoint, load_state_dict, save, save_checkpoint, save_state_dict,
+)
 from deepsharp.losses import BinaryCrossEntropy, CrossEntropy, Loss, MeanSquaredError
 from deepsharp.metrics import AUC, F1, MAE, R2, Accuracy, Metric, Precision, Recall, TopKAccuracy
 from deepsharp.module import Module, Parameter
@@ -38,6 +40,7 @@ __all__ = [
     "Module", "Network", "OpError", "Optimizer", "Parameter", "RMSprop", "RandomStream", "SGD",
     "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
     "TargetError", "Tensor", "TraceErrorKind", "TraceException", "TracedModel", "Tracer",
-    "TrainingError", "float64", "functional", "load", "load_checkpoint",
+    "TrainingError", "float64", "functional", "load", "load_checkpoint", "load_state_dict",
+    "save_state_dict",
     "no_grad", "save", "save_checkpoint", "__version__",
 ]
