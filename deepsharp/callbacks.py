@@ -87,7 +87,41 @@ def _count(owner: str, name: str, value: Any, low: int) -> int:
     return int(value)
 
 
-class EarlyStopping(Callback):
+class _KeepsBest(Callback):
+    """What the callbacks keeping the best epoch's weights share: the weights, putting them back
+    when training ends (if `restores`), and their place in a checkpoint (a resumed run keeps them)."""
+
+    def __init__(self, watch: Monitor, restores: bool) -> None:
+        self.watch, self.restores = watch, bool(restores)
+        self.best: float | None = None
+        self.best_epoch: int | None = None
+        self.best_weights: dict[str, np.ndarray] | None = None
+
+    def on_train_begin(self, module: Any, history: History) -> None:
+        self.best, self.best_epoch = self.watch.best_of(history)
+
+    def improved(self, epoch: int, logs: dict[str, float], module: Any, keep: bool) -> bool:
+        """Whether this epoch is the best so far (its weights then kept, with `keep`)."""
+        value = self.watch.value(logs)
+        if not self.watch.better(value, self.best):
+            return False
+        self.best, self.best_epoch = value, epoch
+        if keep:
+            self.best_weights = module.state_dict()
+        return True
+
+    def on_train_end(self, module: Any, history: History) -> None:
+        if self.restores and self.best_weights is not None:
+            module.load_state_dict(self.best_weights)
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        return dict(self.best_weights or {})
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self.best_weights = dict(arrays) if arrays else None
+
+
+class EarlyStopping(_KeepsBest):
     """Stop when `monitor` has not improved by more than `min_delta` for `patience` epochs; with
     `restore_best`, put back the weights of the best epoch when training ends.
 
@@ -98,38 +132,18 @@ class EarlyStopping(Callback):
     def __init__(self, monitor: str = "val_loss", patience: int = 5, min_delta: float = 0.0,
                  mode: str = "auto", restore_best: bool = True) -> None:
         self.patience = _count("EarlyStopping", "patience", patience, 1)
-        self.watch = Monitor("EarlyStopping", monitor, mode, min_delta)
+        super().__init__(Monitor("EarlyStopping", monitor, mode, min_delta), restore_best)
         self.monitor, self.min_delta, self.mode = monitor, float(min_delta), self.watch.mode
-        self.restore_best = bool(restore_best)
-        self.best: float | None = None
-        self.best_epoch: int | None = None
-        self.best_state: dict[str, np.ndarray] | None = None
+        self.restore_best = self.restores
         self.stopped_epoch: int | None = None
 
-    def on_train_begin(self, module: Any, history: History) -> None:
-        self.best, self.best_epoch = self.watch.best_of(history)
-
     def on_epoch_end(self, epoch: int, logs: dict[str, float], module: Any) -> bool:
-        value = self.watch.value(logs)
-        if self.watch.better(value, self.best):
-            self.best, self.best_epoch = value, epoch
-            if self.restore_best:
-                self.best_state = module.state_dict()
+        if self.improved(epoch, logs, module, keep=self.restore_best):
             return False
         if epoch - (self.best_epoch if self.best_epoch is not None else -1) >= self.patience:
             self.stopped_epoch = epoch
             return True
         return False
-
-    def on_train_end(self, module: Any, history: History) -> None:
-        if self.restore_best and self.best_state is not None:
-            module.load_state_dict(self.best_state)
-
-    def state_arrays(self) -> dict[str, np.ndarray]:
-        return dict(self.best_state or {})
-
-    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        self.best_state = dict(arrays) if arrays else None
 
 
 class ReduceLROnPlateau(Callback):
@@ -187,7 +201,7 @@ class ReduceLROnPlateau(Callback):
         return False
 
 
-class ModelCheckpoint(Callback):
+class ModelCheckpoint(_KeepsBest):
     """Keep the weights of the best epoch by `monitor` (as `best_weights`, with `best` and
     `best_epoch`), write to `filepath` after every epoch or, with `save_best_only`, after each
     improvement, and with `restore_best_weights` put the best weights back when training ends.
@@ -201,23 +215,13 @@ class ModelCheckpoint(Callback):
     def __init__(self, filepath: Any = None, monitor: str = "val_loss", mode: str = "auto",
                  save_best_only: bool = False, save_weights_only: bool = False,
                  restore_best_weights: bool = False, min_delta: float = 0.0) -> None:
-        self.watch = Monitor("ModelCheckpoint", monitor, mode, min_delta)
+        super().__init__(Monitor("ModelCheckpoint", monitor, mode, min_delta), restore_best_weights)
         self.filepath = filepath
         self.save_best_only, self.save_weights_only = bool(save_best_only), bool(save_weights_only)
-        self.restore_best_weights = bool(restore_best_weights)
-        self.best: float | None = None
-        self.best_epoch: int | None = None
-        self.best_weights: dict[str, np.ndarray] | None = None
-
-    def on_train_begin(self, module: Any, history: History) -> None:
-        self.best, self.best_epoch = self.watch.best_of(history)
+        self.restore_best_weights = self.restores
 
     def on_epoch_end(self, epoch: int, logs: dict[str, float], module: Any) -> bool:
-        value = self.watch.value(logs)
-        improved = self.watch.better(value, self.best)
-        if improved:
-            self.best, self.best_epoch = value, epoch
-            self.best_weights = module.state_dict()
+        improved = self.improved(epoch, logs, module, keep=True)
         if self.filepath is not None and (improved or not self.save_best_only):
             self._write(module, epoch, logs)
         return False
@@ -235,16 +239,6 @@ class ModelCheckpoint(Callback):
             save(module, path)
         else:
             save_weights(module, path)
-
-    def on_train_end(self, module: Any, history: History) -> None:
-        if self.restore_best_weights and self.best_weights is not None:
-            module.load_state_dict(self.best_weights)
-
-    def state_arrays(self) -> dict[str, np.ndarray]:
-        return dict(self.best_weights or {})
-
-    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        self.best_weights = dict(arrays) if arrays else None
 
 
 class CSVLogger(Callback):

@@ -71,9 +71,9 @@ def _read(path: Any, expected_format: str,
         raise StateError(f"{path}: not a readable safetensors file ({error})") from None
     found = metadata.get("format")
     if weights_hint and found == FORMAT_WEIGHTS:
-        raise StateError(f"{path}: holds the weights of a {metadata.get('class', 'module')} written "
-                         f"as code, not a whole network: make the module in your code, then "
-                         f"module.load_weights(path)")
+        raise StateError(f"{path}: holds {found}, expected {expected_format}: the weights of a "
+                         f"{metadata.get('class', 'module')} written as code; make the module in "
+                         f"your code, then module.load_weights(path)")
     if found != expected_format:
         raise StateError(f"{path}: holds {found or 'no deepsharp format'}, expected {expected_format}")
     return tensors, metadata

@@ -96,6 +96,12 @@ def rows_of(task: Task, answers: np.ndarray, target: np.ndarray) -> Rows:
     return Rows(target, answers, answers, answers, target)
 
 
+def _average(owner: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise SpecError(f"{owner}: average must be one of {', '.join(allowed)}, received {value!r}")
+    return value
+
+
 class Metric:
     """Base: `reset()`, `update(rows)` per batch, `result()` over everything since the reset.
     `fit` works on copies (one for training, one for validation); `check(task)` refuses a task
@@ -188,10 +194,7 @@ class _Counted(Metric):
     tasks = ("binary", "multilabel", "multiclass")
 
     def __init__(self, average: str = "binary", name: str | None = None) -> None:
-        if average not in AVERAGES:
-            raise SpecError(f"{type(self).__name__}: average must be one of {', '.join(AVERAGES)}, "
-                            f"received {average!r}")
-        self.average = average
+        self.average = _average(type(self).__name__, average, AVERAGES)
         self.name = name or self.name
 
     def check(self, task: Task) -> None:
@@ -298,10 +301,7 @@ class AUC(Metric):
     tasks = ("binary", "multilabel", "multiclass")
 
     def __init__(self, average: str = "macro", name: str | None = None) -> None:
-        if average not in ("macro", "weighted", "micro"):
-            raise SpecError(f"AUC: average must be 'macro', 'weighted' or 'micro', received "
-                            f"{average!r}")
-        self.average = average
+        self.average = _average("AUC", average, ("macro", "weighted", "micro"))
         self.name = name or self.name
 
     def check(self, task: Task) -> None:

@@ -14,17 +14,15 @@ from deepsharp import (
     ReduceLROnPlateau, Sequential, Shape, StepDecay, load,
 )
 from deepsharp.errors import DeepsharpError, MissingExtra, SpecError
+from tests.support.fitting import rows, small_network
 
 
 def _data(n=120, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 6)).astype(np.float32)
-    y = (x[:, 0] - x[:, 1] > 0).astype(np.float32)
-    return x, y
+    return rows(n, seed)
 
 
 def _network(seed=1):
-    return Sequential().dense(16).relu().dense(1).lower(Shape(6), RandomStream(seed))
+    return small_network(16, seed)
 
 
 # -- ReduceLROnPlateau ---------------------------------------------------------------------------------

@@ -16,17 +16,15 @@ from deepsharp import (
 from deepsharp.errors import SpecError, TargetError
 from deepsharp.metrics import MAE
 from tests.support import assert_gradients
+from tests.support.fitting import rows, small_network
 
 
 def _data(n=120, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 6)).astype(np.float32)
-    y = (x[:, 0] - x[:, 1] > 0).astype(np.float32)
-    return x, y
+    return rows(n, seed)
 
 
 def _network(seed=1):
-    return Sequential().dense(8).relu().dense(1).lower(Shape(6), RandomStream(seed))
+    return small_network(8, seed)
 
 
 class TwoHeads(Module):

@@ -58,8 +58,9 @@ def test_a_module_written_as_code_saves_and_loads_its_state_and_flags(tmp_path):
     third.load_weights(tmp_path / "same.ds")
     np.testing.assert_array_equal(third.state_dict()["body.0.weight"],
                                   module.state_dict()["body.0.weight"])
-    with pytest.raises(StateError, match="holds the weights of a Scaled written as code, not a "
-                                         "whole network: make the module in your code"):
+    with pytest.raises(StateError, match="holds deepsharp.weights/1, expected deepsharp.network/1: "
+                                         "the weights of a Scaled written as code; make the "
+                                         "module in your code"):
         load(tmp_path / "same.ds")
 
 
