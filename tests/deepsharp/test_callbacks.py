@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from deepsharp import (
-    SGD, Adam, BinaryCrossEntropy, Callback, CSVLogger, History, ModelCheckpoint, RandomStream,
-    ReduceLROnPlateau, Sequential, Shape, StepDecay, load,
+    SGD, Adam, BinaryCrossEntropy, Callback, CSVLogger, History, ModelCheckpoint,
+    ReduceLROnPlateau, StepDecay, load,
 )
 from deepsharp.errors import DeepsharpError, MissingExtra, SpecError
 from tests.support.fitting import rows, small_network
