@@ -3,7 +3,7 @@
 
 - mean: ReduceSum(x * real) / Max(ReduceSum(real), 1), real = Unsqueeze(Cast(mask, float));
 - max: ReduceMax(Where(Unsqueeze(mask), x, -inf)), then Where(Cast(ReduceSum(real), bool), ., 0);
-- moments (the norms): the mean and biased variance over the real places of `axes`.
+- group and instance norms: each group's mean and biased variance over the real steps.
 
 `readers/masked.py` reads these groups back.
 """
@@ -49,3 +49,32 @@ def masked_max_nodes(emit: Emit, x: str, mask: str, keepdims: int) -> str:
     has_real = emit("Cast", [_count(emit, real, [1], keepdims)], {"to": BOOL}, suffix="has_real")
     return emit("Where", [has_real, largest,
                           emit.constant("empty", np.asarray(0.0, np.float32), np.float32)])
+
+
+def masked_group_norm_nodes(emit: Emit, x: str, mask: str, *, channels: int, groups: int,
+                            eps: float, weight: str, bias: str) -> str:
+    """A group norm (an instance norm: a group per channel) over the real steps of each series:
+    the steps' channels cut into groups, each group's mean and biased variance over the real
+    steps, (x - mean) / sqrt(var + eps), the channels joined again, then * weight + bias."""
+    real = real_nodes(emit, mask, 4)                                             # (N, T, 1, 1)
+    grouped = emit("Reshape", [x, emit.constant("groups", [0, 0, groups, channels // groups])],
+                   suffix="grouped")                                             # (N, T, G, C/G)
+    counted = emit("ReduceSum", [real], {"axes": [1, 3], "keepdims": 1}, suffix="count")
+    count = emit("Max", [emit("Mul", [counted, emit.constant(
+        "group_width", np.asarray(channels // groups, np.float32), np.float32)], suffix="places"),
+        emit.constant("one", np.asarray(1.0, np.float32), np.float32)], suffix="at_least_one")
+    total = emit("ReduceSum", [emit("Mul", [grouped, real], suffix="masked")],
+                 {"axes": [1, 3], "keepdims": 1}, suffix="total")
+    mean = emit("Div", [total, count], suffix="mean")
+    centred = emit("Sub", [grouped, mean], suffix="centred")
+    kept = emit("Mul", [centred, real], suffix="centred_real")
+    spread = emit("ReduceSum", [emit("Mul", [kept, kept], suffix="squares")],
+                  {"axes": [1, 3], "keepdims": 1}, suffix="spread")
+    var = emit("Div", [spread, count], suffix="var")
+    scale = emit("Sqrt", [emit("Add", [var, emit.constant("eps", np.asarray(eps, np.float32),
+                                                          np.float32)], suffix="var_eps")],
+                 suffix="std")
+    normalised = emit("Div", [centred, scale], suffix="normalised")
+    joined = emit("Reshape", [normalised, emit.constant("channels", [0, 0, channels])],
+                  suffix="joined")
+    return emit("Add", [emit("Mul", [joined, weight], suffix="scaled"), bias])

@@ -1,10 +1,12 @@
-"""Reductions over the real steps of a masked series -> global pools (the node groups
+"""Reductions over the real steps of a masked series -> global pools and norms (the node groups
 `write/masked_nodes.py` writes):
 
 - Mul(x, Unsqueeze(Cast(mask, float))) -> ReduceSum over the steps, Div by Max(count, 1)
   -> global_avg_pool;
 - Where(Unsqueeze(mask), x, -inf) -> ReduceMax over the steps, Where(count > 0, ., 0)
-  -> global_max_pool.
+  -> global_max_pool;
+- Reshape of the channels into groups, the groups' mean and variance over the real steps,
+  normalised, joined, scaled and shifted -> group_norm (instance_norm when written as one).
 
 The mask must be the one the series carries (an embedding's padding or masking before it).
 """
@@ -16,11 +18,13 @@ import math
 import onnx
 from onnx import TensorProto
 
+from deepsharp.layers.norm import GroupNorm, InstanceNorm
 from deepsharp.layers.pool import GlobalAvgPool, GlobalMaxPool
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads_pattern
 from deepsharp_export_onnx.read.readers.patterns import (
-    attrs, axes_of, consumer, consumers, producer, scalar,
+    attrs, axes_of, constant_list, consumer, consumers, other_input, producer, scalar,
 )
+from deepsharp_export_onnx.read.readers.windows import decimal32, written_as
 from layout import Order
 
 MEAN_FORM = ("the mean over a series' real steps is ReduceSum(x * real) / Max(ReduceSum(real), 1) "
@@ -29,12 +33,12 @@ MAX_FORM = ("the largest value over a series' real steps is ReduceMax(Where(mask
             "the steps, then Where(ReduceSum(real) > 0, ., 0)")
 
 
-def _real(r: Reading, name: str) -> list[onnx.NodeProto] | None:
-    """[Cast, Unsqueeze] when `name` is Unsqueeze(Cast(the series' mask, float), [2])."""
+def _real(r: Reading, name: str, axes: tuple[int, ...] = (2,)) -> list[onnx.NodeProto] | None:
+    """[Cast, Unsqueeze] when `name` is Unsqueeze(Cast(the series' mask, float), axes)."""
     unsqueeze = producer(r, name, "Unsqueeze")
     cast = producer(r, unsqueeze.input[0], "Cast") if unsqueeze is not None else None
-    if cast is None or axes_of(r, unsqueeze) != [2] or attrs(cast).get("to") != TensorProto.FLOAT \
-            or cast.input[0] != r.extra.get("mask"):
+    if cast is None or axes_of(r, unsqueeze) != list(axes) \
+            or attrs(cast).get("to") != TensorProto.FLOAT or cast.input[0] != r.extra.get("mask"):
         return None
     return [cast, unsqueeze]
 
@@ -111,3 +115,70 @@ def _real_from_mask(r: Reading, mask: str) -> list[onnx.NodeProto] | None:
             if unsqueeze is not None and axes_of(r, unsqueeze) == [2]:
                 return [cast, unsqueeze]
     return None
+
+
+GROUP_FORM = ("a group norm over a series' real steps is Reshape(x, [0, 0, groups, width]), the "
+              "groups' mean and variance over the real steps (ReduceSum over axes 1 and 3, Div by "
+              "Max(count * width, 1)), (x - mean) / Sqrt(var + eps), Reshape back, * weight + bias")
+
+
+def _follow(r: Reading, value: str, *ops: str) -> list[onnx.NodeProto] | None:
+    """The chain of single consumers of `value` with these op types, or None."""
+    chain = []
+    for op in ops:
+        found = consumers(r, value)  # once each: Mul(d, d) reads its operand twice
+        node = found[0] if len(found) == 1 and found[0].op_type == op else None
+        if node is None:
+            return None
+        chain.append(node)
+        value = node.output[0]
+    return chain
+
+
+@reads_pattern("Reshape")
+def read_masked_group_norm(node: onnx.NodeProto, r: Reading) -> Read | None:
+    shape = constant_list(r, node.input[1]) if len(node.input) > 1 else None
+    if r.rank != 3 or r.extra.get("mask") is None or node.input[0] != r.value \
+            or shape is None or len(shape) != 4 or shape[:2] != [0, 0]:
+        return None
+    groups, width = int(shape[2]), int(shape[3])
+    readers = {n.op_type: n for n in consumers(r, node.output[0])}
+    masked, centred = readers.get("Mul"), readers.get("Sub")
+    real = _real(r, other_input(masked, node.output[0]), (2, 3)) if masked is not None else None
+    if real is None or centred is None:
+        raise r.unreadable(node, GROUP_FORM)
+    nodes = _group_statistics(r, node, real, masked, centred, width)
+    var, add_eps, joined, scaled, shifted = (nodes[i] for i in (-7, -6, -3, -2, -1))
+    eps = scalar(r, other_input(add_eps, var.output[0]))
+    weight = r.view.constant(other_input(scaled, joined.output[0]))
+    bias = r.view.constant(other_input(shifted, scaled.output[0]))
+    if eps is None or weight is None or bias is None:
+        raise r.unreadable(node, GROUP_FORM)
+    # one channel per group is an instance norm when the writer named the last node so
+    instance = width == 1 and written_as(shifted, "instance_norm")
+    kind = InstanceNorm(eps=decimal32(eps)) if instance else GroupNorm(groups=groups,
+                                                                          eps=decimal32(eps))
+    return Read(nodes[-1].output[0], [*real, node, *nodes], [kind],
+                [{"weight": weight, "bias": bias}])
+
+
+def _group_statistics(r: Reading, grouped: onnx.NodeProto, real: list[onnx.NodeProto],
+                      masked: onnx.NodeProto, centred: onnx.NodeProto, width: int) -> list:
+    """The nodes from the groups' sums to the shift, in the order the writer makes them; the last
+    seven: Div (var), Add (eps), Sqrt, Div, Reshape, Mul (weight), Add (bias)."""
+    counts = [n for n in consumers(r, real[1].output[0]) if n.op_type == "ReduceSum"]
+    places = _follow(r, counts[0].output[0], "Mul", "Max") if len(counts) == 1 else None
+    total = _follow(r, masked.output[0], "ReduceSum", "Div")
+    kept = [n for n in consumers(r, centred.output[0]) if n.op_type == "Mul"]
+    spread = _follow(r, kept[0].output[0], "Mul", "ReduceSum", "Div", "Add", "Sqrt") \
+        if len(kept) == 1 else None
+    normalised = consumer(r, spread[-1].output[0], "Div") if spread else None
+    tail = _follow(r, normalised.output[0], "Reshape", "Mul", "Add") if normalised else None
+    if None in (places, total, spread, normalised, tail) \
+            or scalar(r, places[0].input[1]) != float(width) \
+            or list(total[1].input) != [total[0].output[0], places[1].output[0]] \
+            or list(centred.input) != [grouped.output[0], total[1].output[0]] \
+            or spread[2].input[1] != places[1].output[0] or normalised.input[0] != centred.output[0] \
+            or any(axes_of(r, n) != [1, 3] for n in (counts[0], total[0], spread[1])):
+        raise r.unreadable(grouped, GROUP_FORM)
+    return [counts[0], *places, masked, *total, centred, kept[0], *spread, normalised, *tail]
