@@ -48,7 +48,7 @@ def run(out: Path, epochs: int = 30, seed: int = 7) -> tuple:
     best = ModelCheckpoint(best_path, monitor="val_f1", save_best_only=True,
                            restore_best_weights=True)
     started = time.perf_counter()
-    history = network.fit(x_train, y_train, loss=loss, optimizer=Adam(3e-3), epochs=epochs,
+    history = network.fit(x_train, y_train, loss=loss, optimizer=Adam(1e-2), epochs=epochs,
                           batch_size=32, validation_split=0.2, seed=seed, verbose=0,
                           metrics=[Accuracy(), F1(average="macro"), TopKAccuracy(k=2)],
                           callbacks=[_Every(10), best])

@@ -69,8 +69,10 @@ def inputs_of(module: Module, x: Any, verb: str, name: str = "x") -> tuple | dic
             raise SpecError(f"{verb}: {name} names inputs {unknown}; {type(module).__name__}."
                             f"forward takes {names}")
         return {str(k): as_array(v, f"{name}[{k!r}]", verb) for k, v in x.items()}
-    several = isinstance(x, (tuple, list)) and not _is_plain(x) and (varargs or len(names) > 1)
-    if not several:
+    arrays = isinstance(x, (tuple, list)) and not _is_plain(x)
+    if arrays and len(x) == 1:  # (x,): the one input, as Keras reads it
+        return (as_array(x[0], f"{name}[0]", verb),)
+    if not (arrays and (varargs or len(names) > 1)):
         return (as_array(x, name, verb),)
     if not varargs and len(x) > len(names):
         raise SpecError(f"{verb}: {name} holds {len(x)} arrays, but {type(module).__name__}."

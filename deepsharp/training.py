@@ -303,8 +303,9 @@ def fit(module: Module, x: Any = None, y: Any = None, *, loss: Any, optimizer: O
     if resume and isinstance(source, IteratorSource):
         raise SpecError("fit: resume=True needs data that can be read again from the start "
                         "(arrays or a sequence); an iterator cannot be")
+    used = source.batch_size if isinstance(source, ArraySource) else 0  # what a resume must match
     return _loop(module, source, val, objective, optimizer, hooks, stream, epochs, shuffle,
-                 checkpoint, resume, show, class_weight, batch_size or 0)
+                 checkpoint, resume, show, class_weight, used)
 
 
 def _loop(module, source, val, objective, optimizer, hooks, stream, epochs, shuffle, checkpoint,

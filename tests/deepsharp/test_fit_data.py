@@ -92,6 +92,23 @@ def test_validation_losses_are_the_outputs_losses_on_the_validation_data():
                                                        rel=1e-6)
 
 
+def test_a_tuple_of_one_array_is_the_one_input():
+    x, y = _data()
+    history = _network().fit((x,), y, loss=BinaryCrossEntropy(), optimizer=SGD(0.1), verbose=0)
+    assert np.isfinite(history["loss"][0])
+    assert _network().predict((x[:3],), BinaryCrossEntropy()).shape == (3, 1)
+
+
+def test_resuming_with_the_default_batch_size(tmp_path):
+    x, y = _data()
+    path = tmp_path / "run.ckpt"
+    _network().fit(x, y, loss=BinaryCrossEntropy(), optimizer=SGD(0.1), epochs=1, verbose=0,
+                   checkpoint=path)
+    history = _network().fit(x, y, loss=BinaryCrossEntropy(), optimizer=SGD(0.1), epochs=2,
+                             batch_size=32, verbose=0, checkpoint=path, resume=True)
+    assert history["epoch"] == [1, 2]
+
+
 def test_tuple_outputs_take_losses_by_position_and_one_loss_serves_all():
     left, right, kind, size = _two_heads_data()
     module = TwoHeads(RandomStream(0), named=False)
