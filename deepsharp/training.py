@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from deepsharp.batches import (
-    ArraySource, Exhausted, IteratorSource, SequenceSource, is_iterator, is_sequence, leaves,
+    ArraySource, Exhausted, IteratorSource, SequenceSource, as_array, is_iterator, is_sequence,
+    leaves, map_leaves, take,
 )
 from deepsharp.callbacks import Callback, EarlyStopping, History
 from deepsharp.errors import SpecError, TargetError, TrainingError
@@ -45,27 +47,22 @@ def predict(module: Module, x: Any, loss: Any, batch_size: int | None = None) ->
     inputs = inputs_of(module, x, "predict")
     check_shapes(module, inputs, "predict", "x")
     lift = loss if isinstance(loss, Loss) else None
-    objective = Objective.make(probe(module, inputs, lift, "predict", "x"), loss, verb="predict")
+    first = probe(module, inputs, lift, "predict", "x")
+    objective = Objective.make(first, loss, verb="predict")
     n = rows_in(inputs)
     parts: dict[str, list[np.ndarray]] = {o.name: [] for o in objective.outputs}
     for start in range(0, n, size):
-        batch = _cut(inputs, slice(start, start + size))
-        for name, z in _evaluate(module, batch, objective).items():
+        for name, z in _evaluate(module, take(inputs, slice(start, start + size)),
+                                 objective).items():
             parts[name].append(z)
     answers = {}
     for o in objective.outputs:
         if not parts[o.name]:  # no examples: the shape a row would have, with no rows
-            empty = objective.results(probe(module, inputs, lift, "predict", "x"))[o.name]
-            parts[o.name] = [np.zeros((0, *empty.shape[1:]), np.float32)]
+            row = objective.results(first)[o.name]
+            parts[o.name] = [np.zeros((0, *row.shape[1:]), np.float32)]
         z = np.concatenate(parts[o.name])
         answers[o.name] = (o.loss.output(z) if o.loss is not None else z).astype(np.float32)
     return objective.rebuild(answers)
-
-
-def _cut(inputs: tuple | dict, part: slice) -> tuple | dict:
-    from deepsharp.batches import take
-
-    return take(inputs, part)
 
 
 def _evaluate(module: Module, inputs: tuple | dict, objective: Objective) -> dict[str, np.ndarray]:
@@ -82,8 +79,6 @@ def _evaluate(module: Module, inputs: tuple | dict, objective: Objective) -> dic
 
 # -- fit: the parts ---------------------------------------------------------------------------------
 def _arrays(module: Module, x: Any, y: Any, w: Any, size: int, what: str) -> ArraySource:
-    from deepsharp.batches import as_array, map_leaves
-
     if y is None:
         raise TargetError(f"fit: the {what} has no answers: give y")
     answers = map_leaves(lambda a: as_array(a, "y"), y)
@@ -182,16 +177,35 @@ class _Epoch:
         return {prefix + k: v for k, v in logs.items()}
 
 
-def _train_epoch(module, source, objective, optimizer, stream, epoch, step, shuffle, progress,
-                 class_weight):
+@dataclass
+class _Run:
+    """What one call of fit trains with."""
+
+    module: Module
+    source: Any
+    val: Any
+    objective: Objective
+    optimizer: Optimizer
+    hooks: list
+    stream: RandomStream
+    epochs: int
+    shuffle: bool
+    show: int
+    class_weight: dict | None
+    checkpoint: Any
+    batch_size: int  # the size a resumed run must use too (0: the data's own batches)
+
+
+def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
+    module, objective, optimizer = run.module, run.objective, run.optimizer
     totals = _Epoch(objective)
     module.train()
-    for batch in source.batches(epoch, stream, shuffle):
+    for batch in run.source.batches(epoch, run.stream, run.shuffle):
         optimizer.scheduled(epoch, step)
-        with running(stream, step):
+        with running(run.stream, step):
             result = call(module, tensors(batch.x), objective.single)
         outputs = objective.results(result)
-        targets, weights = _targets(objective, batch, outputs, source.what, class_weight)
+        targets, weights = _targets(objective, batch, outputs, run.source.what, run.class_weight)
         value, parts = objective.loss(outputs, targets, weights)
         number = float(value._data)
         if not math.isfinite(number):
@@ -203,7 +217,7 @@ def _train_epoch(module, source, objective, optimizer, stream, epoch, step, shuf
         optimizer.step()
         step += 1
         progress.update(totals.loss)
-    source.end_epoch()
+    run.source.end_epoch()
     return totals.logs(), step
 
 
@@ -277,19 +291,38 @@ def fit(module: Module, x: Any = None, y: Any = None, *, loss: Any, optimizer: O
         raise SpecError("fit: give sample_weight or class_weight, not both (Keras refuses both "
                         "too)")
     hooks = _hooks(callbacks, early_stopping, optimizer)
+    source, val = _sources(module, x, y, sample_weight, batch_size, steps_per_epoch, validation,
+                           split)
+    objective = _objective(module, source, val, loss, loss_weights, metrics, class_weight)
+    if resume and isinstance(source, IteratorSource):
+        raise SpecError("fit: resume=True needs data that can be read again from the start "
+                        "(arrays or a sequence); an iterator cannot be")
+    used = source.batch_size if isinstance(source, ArraySource) else 0
+    return _loop(_Run(module, source, val, objective, optimizer, hooks, stream, epochs, shuffle,
+                      show, class_weight, checkpoint, used), resume)
 
-    source = _source(module, x, y, sample_weight, batch_size, steps_per_epoch, "training data")
+
+def _sources(module: Module, x: Any, y: Any, w: Any, batch_size: int | None, steps: int | None,
+             validation: Any, split: float) -> tuple:
+    """The training batches' source and the validation data's (or None)."""
+    source = _source(module, x, y, w, batch_size, steps, "training data")
     val = _validation(module, validation) if validation is not None else None
     if split:
         if not isinstance(source, ArraySource):
             raise SpecError("fit: validation_split cuts arrays; a sequence or an iterator of "
                             "batches takes validation data instead")
         source, val = source.split(split)
+    return source, val
+
+
+def _objective(module: Module, source, val, loss: Any, loss_weights: Any, metrics: Any,
+               class_weight: dict | None) -> Objective:
+    """The outputs' losses and metrics from a probe of the first example; then every answer of
+    arrays (and every validation input) checked before training starts."""
     first_inputs = source.first().x
-    check_shapes(module, source.x if isinstance(source, ArraySource) else first_inputs, "fit",
-                 source.what)
-    lift = loss if isinstance(loss, Loss) else None
     given = source.x if isinstance(source, ArraySource) else first_inputs
+    check_shapes(module, given, "fit", source.what)
+    lift = loss if isinstance(loss, Loss) else None
     objective = Objective.make(probe(module, first_inputs, lift, "fit", source.what, given), loss,
                                loss_weights, metrics)
     if class_weight is not None and objective.structure != "single":
@@ -300,54 +333,54 @@ def fit(module: Module, x: Any = None, y: Any = None, *, loss: Any, optimizer: O
     if isinstance(val, ArraySource):
         check_shapes(module, val.x, "fit", val.what)
         _check_arrays(module, val, objective, val.what, None, finite=True)
-    if resume and isinstance(source, IteratorSource):
-        raise SpecError("fit: resume=True needs data that can be read again from the start "
-                        "(arrays or a sequence); an iterator cannot be")
-    used = source.batch_size if isinstance(source, ArraySource) else 0  # what a resume must match
-    return _loop(module, source, val, objective, optimizer, hooks, stream, epochs, shuffle,
-                 checkpoint, resume, show, class_weight, used)
+    return objective
 
 
-def _loop(module, source, val, objective, optimizer, hooks, stream, epochs, shuffle, checkpoint,
-          resume, show, class_weight, batch_size) -> History:
-    optimizer.bind(module.trainable_parameters())
+def _loop(run: _Run, resume: bool) -> History:
+    run.optimizer.bind(run.module.trainable_parameters())
     history, first_epoch, step = History(), 0, 0
-    if checkpoint is not None and resume:
+    if run.checkpoint is not None and resume:
         from deepsharp.io import load_checkpoint
 
-        restored = load_checkpoint(checkpoint, module, optimizer, hooks, seed=stream.seed,
-                                   batch_size=batch_size)
+        restored = load_checkpoint(run.checkpoint, run.module, run.optimizer, run.hooks,
+                                   seed=run.stream.seed, batch_size=run.batch_size)
         if restored is not None:
             history, first_epoch, step = restored
-    was_training = module.training
+    was_training = run.module.training
+    try:
+        _epochs(run, history, first_epoch, step)
+    finally:
+        run.module.train(was_training)
+    return history
+
+
+def _epochs(run: _Run, history: History, first_epoch: int, step: int) -> None:
+    module, hooks = run.module, run.hooks
     _each(hooks, "on_train_begin", module, history)
-    for epoch in range(first_epoch, epochs):
+    for epoch in range(first_epoch, run.epochs):
         started = time.perf_counter()
-        progress = EpochProgress(show, epoch, epochs, source.steps)
+        progress = EpochProgress(run.show, epoch, run.epochs, run.source.steps)
         logs = None
         try:
-            logs, step = _train_epoch(module, source, objective, optimizer, stream, epoch, step,
-                                      shuffle, progress, class_weight)
-            if val is not None:
-                logs.update(_validate(module, val, objective))
-            logs = {"epoch": epoch + 1, **logs, "lr": optimizer.lr,
+            logs, step = _train_epoch(run, epoch, step, progress)
+            if run.val is not None:
+                logs.update(_validate(module, run.val, run.objective))
+            logs = {"epoch": epoch + 1, **logs, "lr": run.optimizer.lr,
                     "seconds": time.perf_counter() - started}
         except Exhausted as ran_out:
-            warnings.warn(f"fit: {ran_out} (epoch {epoch + 1} of {epochs}); training stops: give "
-                          f"an iterator of at least steps_per_epoch * epochs batches",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(f"fit: {ran_out} (epoch {epoch + 1} of {run.epochs}); training stops: "
+                          f"give an iterator of at least steps_per_epoch * epochs batches",
+                          RuntimeWarning, stacklevel=4)
             break
         finally:
             progress.close(logs)
         history.append(logs)
         stop = any([bool(s) for s in _each(hooks, "on_epoch_end", epoch, logs, module)])
-        if checkpoint is not None:
+        if run.checkpoint is not None:
             from deepsharp.io import save_checkpoint
 
-            save_checkpoint(checkpoint, module, optimizer, hooks, history, step, seed=stream.seed,
-                            batch_size=batch_size)
+            save_checkpoint(run.checkpoint, module, run.optimizer, hooks, history, step,
+                            seed=run.stream.seed, batch_size=run.batch_size)
         if stop:
             break
     _each(hooks, "on_train_end", module, history)
-    module.train(was_training)
-    return history
