@@ -63,11 +63,14 @@ def inputs_of(module: Module, x: Any, verb: str, name: str = "x") -> tuple | dic
     A list of numbers is one array; a tuple or list of arrays is several inputs when forward
     takes several."""
     names, varargs, varkw = _parameters(module)
+    if isinstance(x, (Mapping, tuple, list)) and len(x) == 0:
+        raise SpecError(f"{verb}: {name} holds no arrays (received {x!r})")
     if isinstance(x, Mapping):
         unknown = sorted(str(k) for k in x if k not in names) if not varkw else []
-        if unknown:
-            raise SpecError(f"{verb}: {name} names inputs {unknown}; {type(module).__name__}."
-                            f"forward takes {names}")
+        missing = [n for n in names if n not in x]
+        if unknown or missing:
+            raise SpecError(f"{verb}: {name} names inputs {sorted(map(str, x))}; "
+                            f"{type(module).__name__}.forward takes {names}")
         return {str(k): as_array(v, f"{name}[{k!r}]", verb) for k, v in x.items()}
     arrays = isinstance(x, (tuple, list)) and not _is_plain(x)
     if arrays and len(x) == 1:  # (x,): the one input, as Keras reads it

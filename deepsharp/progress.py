@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
 from tqdm import tqdm
 
 from deepsharp.errors import SpecError
@@ -16,16 +17,18 @@ HIDDEN = ("epoch", "seconds")
 
 def verbosity(verbose: Any, progress: Any) -> int:
     """0, 1 or 2 from `verbose` (and the older `progress=True/False`, which means 1 or 0)."""
+    auto = isinstance(verbose, str) and verbose == "auto"
     if progress is not None:
-        if verbose != "auto":
+        if not auto:
             raise SpecError(f"fit: give verbose or progress, not both (received verbose={verbose!r}, "
                             f"progress={progress!r})")
         if not isinstance(progress, bool):
             raise SpecError(f"fit: progress must be True or False, received {progress!r}")
         return int(progress)
-    if verbose == "auto":
+    if auto:
         return 1 if sys.stderr.isatty() else 2
-    if isinstance(verbose, bool) or verbose not in (0, 1, 2):
+    if isinstance(verbose, (bool, np.bool_)) or not isinstance(verbose, (int, np.integer)) \
+            or verbose not in (0, 1, 2):
         raise SpecError(f"fit: verbose must be 0, 1, 2 or 'auto', received {verbose!r}")
     return int(verbose)
 

@@ -9,10 +9,11 @@ what the uninterrupted run drew.
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -81,6 +82,9 @@ def _evaluate(module: Module, inputs: tuple | dict, objective: Objective) -> dic
 def _arrays(module: Module, x: Any, y: Any, w: Any, size: int, what: str) -> ArraySource:
     if y is None:
         raise TargetError(f"fit: the {what} has no answers: give y")
+    for name, value in (("y", y), ("sample_weight", w)):
+        if isinstance(value, (Mapping, tuple, list)) and len(value) == 0:
+            raise TargetError(f"fit: {name} holds no arrays (received {value!r})")
     answers = map_leaves(lambda a: as_array(a, "y"), y)
     weights = None if w is None else map_leaves(lambda a: as_array(a, "sample_weight"), w)
     x_name = "x" if what == "training data" else "validation x"
@@ -286,6 +290,8 @@ def fit(module: Module, x: Any = None, y: Any = None, *, loss: Any, optimizer: O
     validation = validation if validation is not None else validation_data
     if split and validation is not None:
         raise SpecError("fit: give validation data or a validation_split, not both")
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise SpecError(f"fit: checkpoint must be a path, received {checkpoint!r}")
     class_weight = check_class_weight(class_weight)
     if class_weight is not None and sample_weight is not None:
         raise SpecError("fit: give sample_weight or class_weight, not both (Keras refuses both "

@@ -133,6 +133,10 @@ def test_counts_take_numpy_integers_and_refuse_bools():
     ({"class_weight": [1, 2]}, "fit: class_weight must be a dict class -> weight, received "
                                "\\[1, 2\\]"),
     ({"metrics": 5}, "fit: metrics must be Metric objects or names among .* received 5"),
+    ({"x": {}}, "fit: x holds no arrays \\(received \\{\\}\\)"),
+    ({"y": {}}, "fit: y holds no arrays"),
+    ({"checkpoint": 5}, "fit: checkpoint must be a path, received 5"),
+    ({"verbose": np.array([1, 2])}, "fit: verbose must be 0, 1, 2 or 'auto'"),
     ({"epoch": 3}, "fit: no option 'epoch'; the options are loss, optimizer, epochs"),
     ({"workers": 4}, "fit: no option 'workers'"),
 ])
