@@ -3,7 +3,8 @@
 
 - mean: ReduceSum(x * real) / Max(ReduceSum(real), 1), real = Unsqueeze(Cast(mask, float));
 - max: ReduceMax(Where(Unsqueeze(mask), x, -inf)), then Where(Cast(ReduceSum(real), bool), ., 0);
-- group and instance norms: each group's mean and biased variance over the real steps.
+- group and instance norms: each group's mean and biased variance over the real steps;
+- attention pooling: the padded steps' scores -1e9 before the softmax, their weights then zero.
 
 `readers/masked.py` reads these groups back.
 """
@@ -15,6 +16,7 @@ from typing import Sequence
 import numpy as np
 from onnx import TensorProto
 
+from deepsharp.layers.attention_pool import LEFT_OUT
 from deepsharp_export_onnx.write.nodes import Emit
 
 FLOAT, BOOL = TensorProto.FLOAT, TensorProto.BOOL
@@ -78,3 +80,21 @@ def masked_group_norm_nodes(emit: Emit, x: str, mask: str, *, channels: int, gro
     joined = emit("Reshape", [normalised, emit.constant("channels", [0, 0, channels])],
                   suffix="joined")
     return emit("Add", [emit("Mul", [joined, weight], suffix="scaled"), bias])
+
+
+def attention_pool_nodes(emit: Emit, x: str, mask: str | None, weight: str) -> str:
+    """Attention pooling: scores ReduceSum(x * w) over the channels, Where(mask, ., -1e9),
+    Softmax over the steps, * Cast(mask) (a series with no real step then weighs nothing), and
+    the steps weighed: ReduceSum(x * Unsqueeze(weights)) over the steps."""
+    scores = emit("ReduceSum", [emit("Mul", [x, weight], suffix="scored")],
+                  {"axes": [2], "keepdims": 0}, suffix="scores")
+    if mask is not None:
+        scores = emit("Where", [mask, scores, emit.constant(
+            "left_out", np.asarray(LEFT_OUT, np.float32), np.float32)], suffix="masked_scores")
+    weights = emit("Softmax", [scores], {"axis": 1}, suffix="weights")
+    if mask is not None:
+        real = emit("Cast", [mask], {"to": FLOAT}, suffix="real")
+        weights = emit("Mul", [weights, real], suffix="real_weights")
+    spread = emit("Unsqueeze", [weights], {"axes": [2]}, suffix="per_step")
+    return emit("ReduceSum", [emit("Mul", [x, spread], suffix="weighted")],
+                {"axes": [1], "keepdims": 0})

@@ -70,6 +70,9 @@ POOLS = [
      .global_max_pool()),
     ("residual-layer-norm-avg", Sequential().masking(0.0).residual(
         Sequential().layer_norm().dense(3)).global_avg_pool()),
+    ("attention-pool", Sequential().masking(0.0).dense(4).attention_pool().dense(2)),
+    ("attention-then-attention-pool", Sequential().masking(0.0).multi_head_attention(2, 4)
+     .attention_pool()),
 ]
 
 
@@ -114,12 +117,25 @@ def test_masked_global_pools_everywhere(spec):
     assert np.isfinite(out).all()
 
 
+@pytest.mark.parametrize("spec, make", [
+    (Sequential().embedding(VOCABULARY, 4, padding_index=PAD).dense(3).attention_pool().dense(2),
+     ids_batch),
+    (Sequential().dense(3).attention_pool(), None),
+], ids=["masked", "plain"])
+def test_attention_pool_everywhere(spec, make):
+    shape = Shape(7) if make is not None else Shape(7, 4)
+    options = {"make_batch": make} if make is not None else {}
+    report = check_layer(spec, shape, lengths=(1, 23), **options)
+    assert report.count("Softmax") == 1 and report.count("Where") == (1 if make else 0)
+
+
 def test_a_series_that_is_all_padding_pools_to_zeros():
     network = Sequential().masking(0.0).global_avg_pool().lower(Shape(4, 2), RandomStream(0))
     both = network(np.zeros((1, 4, 2), np.float32))
     np.testing.assert_array_equal(both, np.zeros((1, 2)))
-    maximum = Sequential().masking(0.0).global_max_pool().lower(Shape(4, 2), RandomStream(0))
-    np.testing.assert_array_equal(maximum(np.zeros((1, 4, 2), np.float32)), np.zeros((1, 2)))
+    for pool in (Sequential().masking(0.0).global_max_pool(), Sequential().masking(0.0).attention_pool()):
+        network = pool.lower(Shape(4, 2), RandomStream(0))
+        np.testing.assert_array_equal(network(np.zeros((1, 4, 2), np.float32)), np.zeros((1, 2)))
 
 
 @pytest.mark.parametrize("norm", ["group_norm", "instance_norm"])

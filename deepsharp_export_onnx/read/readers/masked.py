@@ -6,7 +6,9 @@
 - Where(Unsqueeze(mask), x, -inf) -> ReduceMax over the steps, Where(count > 0, ., 0)
   -> global_max_pool;
 - Reshape of the channels into groups, the groups' mean and variance over the real steps,
-  normalised, joined, scaled and shifted -> group_norm (instance_norm when written as one).
+  normalised, joined, scaled and shifted -> group_norm (instance_norm when written as one);
+- x read twice, by Mul with a vector (the steps' scores, their Softmax, Where the mask leaves a
+  step out) and by Mul with those weights, summed over the steps -> attention_pool.
 
 The mask must be the one the series carries (an embedding's padding or masking before it).
 """
@@ -15,12 +17,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import onnx
 from onnx import TensorProto
 
+from deepsharp.layers.attention_pool import LEFT_OUT, AttentionPool
 from deepsharp.layers.norm import GroupNorm, InstanceNorm
 from deepsharp.layers.pool import GlobalAvgPool, GlobalMaxPool
-from deepsharp_export_onnx.read.readers.base import Read, Reading, reads_pattern
+from deepsharp_export_onnx.read.readers.base import Read, Reading, reads_fork, reads_pattern
 from deepsharp_export_onnx.read.readers.patterns import (
     attrs, axes_of, constant_list, consumer, consumers, other_input, producer, scalar,
 )
@@ -182,3 +186,56 @@ def _group_statistics(r: Reading, grouped: onnx.NodeProto, real: list[onnx.NodeP
             or any(axes_of(r, n) != [1, 3] for n in (counts[0], total[0], spread[1])):
         raise r.unreadable(grouped, GROUP_FORM)
     return [counts[0], *places, masked, *total, centred, kept[0], *spread, normalised, *tail]
+
+
+POOL_FORM = ("attention pooling scores the steps by ReduceSum(x * w) over the channels (w a "
+             "vector), Where(mask, scores, -1e9) for a masked series, Softmax over the steps, "
+             "* Cast(mask), and sums x * Unsqueeze(weights) over the steps")
+
+
+@reads_fork
+def read_attention_pool(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
+    if r.rank != 3 or len(nodes) != 2 or any(n.op_type != "Mul" for n in nodes):
+        return None
+    vectors = [r.view.constant(other_input(n, r.value)) for n in nodes]
+    if sum(v is not None and v.ndim == 1 for v in vectors) != 1:
+        return None
+    scored, weighted = nodes if vectors[0] is not None else nodes[::-1]
+    weight = vectors[0] if vectors[0] is not None else vectors[1]
+    chain = _pool_chain(r, scored)
+    if chain is None or other_input(weighted, r.value) != chain[-1].output[0]:
+        raise r.unreadable(scored, POOL_FORM)
+    total = consumer(r, weighted.output[0], "ReduceSum")
+    if total is None or axes_of(r, total) != [1] or attrs(total).get("keepdims", 1) != 0:
+        raise r.unreadable(weighted, POOL_FORM)
+    return Read(total.output[0], [scored, *chain, weighted, total], [AttentionPool()],
+                [{"weight": weight}], order=Order.CHANNELS_LAST, rank=2)
+
+
+def _pool_chain(r: Reading, scored: onnx.NodeProto) -> list[onnx.NodeProto] | None:
+    """From the scores to the Unsqueeze of the weights; the mask's nodes where there is one."""
+    mask = r.extra.get("mask")
+    scores = consumer(r, scored.output[0], "ReduceSum")
+    if scores is None or axes_of(r, scores) != [2] or attrs(scores).get("keepdims", 1) != 0:
+        return None
+    chain, value = [scores], scores.output[0]
+    if mask is not None:
+        where = consumer(r, value, "Where")
+        if where is None or list(where.input[:2]) != [mask, value] \
+                or scalar(r, where.input[2]) != float(np.float32(LEFT_OUT)):
+            return None
+        chain, value = chain + [where], where.output[0]
+    softmax = consumer(r, value, "Softmax")
+    if softmax is None or attrs(softmax).get("axis") != 1:
+        return None
+    chain, value = chain + [softmax], softmax.output[0]
+    if mask is not None:
+        times = consumer(r, value, "Mul")
+        real = producer(r, other_input(times, value), "Cast") if times is not None else None
+        if real is None or real.input[0] != mask or attrs(real).get("to") != TensorProto.FLOAT:
+            return None
+        chain, value = chain + [real, times], times.output[0]
+    spread = consumer(r, value, "Unsqueeze")
+    if spread is None or axes_of(r, spread) != [2]:
+        return None
+    return chain + [spread]

@@ -3,13 +3,17 @@ GlobalAveragePool/GlobalMaxPool or a ReduceMean/ReduceMax over the places (in ei
 adaptive pools -> a pool whose window is the bin where every bin is as wide, else the exact
 composition: the places in one row, a product by the bins' averaging matrix (average) or a
 gather of every bin's places and a ReduceMax (max), then the bins laid out again. Over a series'
-free length, the bins are worked out in the graph (`compositions`)."""
+free length, the bins are worked out in the graph (`compositions`). Over a masked series, the
+global pools and attention pooling are written with the mask (`masked_nodes`)."""
 
 from __future__ import annotations
 
+from deepsharp.layers.attention_pool import AttentionPoolStep
 from deepsharp.layers.pool import AdaptivePoolStep, GlobalPoolStep, PoolStep
 from deepsharp_export_onnx.compositions import adaptive_pool_over_length
-from deepsharp_export_onnx.write.masked_nodes import masked_max_nodes, masked_mean_nodes
+from deepsharp_export_onnx.write.masked_nodes import (
+    attention_pool_nodes, masked_max_nodes, masked_mean_nodes,
+)
 from deepsharp_export_onnx.write.nodes import Emit
 from deepsharp_export_onnx.write.spatial_nodes import adaptive_pool_nodes, pool_node_form
 from deepsharp_export_onnx.values import Value
@@ -82,3 +86,10 @@ def write_adaptive_pool(step: AdaptivePoolStep, x: Value, w: Writing) -> Value:
         return w.value(y, dims, x)
     y = adaptive_pool_nodes(Emit(w.tape, w.base), x.name, x.dims, sizes, average, x.elem_type)
     return w.value(y, dims, x)
+
+
+@writes(AttentionPoolStep)
+def write_attention_pool(step: AttentionPoolStep, x: Value, w: Writing) -> Value:
+    y = attention_pool_nodes(Emit(w.tape, w.base), x.name, x.mask,
+                             w.slot("weight", step.weight._data))
+    return w.value(y, (x.dims[0], x.dims[2]), x, mask=None)
