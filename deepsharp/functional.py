@@ -7,9 +7,34 @@ from typing import Sequence
 
 import numpy as np
 
-from deepsharp.errors import SpecError
+from deepsharp.errors import OpError, SpecError
 from deepsharp.run import current_run
 from deepsharp.tensors import Tensor, apply
+from deepsharp.tensors import keywords as kw
+# the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
+from deepsharp.tensors.api.build import (  # noqa: F401
+    arange, full, full_like, ones, ones_like, zeros, zeros_like,
+)
+from deepsharp.tensors.api.einsum import einsum  # noqa: F401
+from deepsharp.tensors.api.elementwise import clamp  # noqa: F401
+from deepsharp.tensors.api.join import (  # noqa: F401
+    cat, chunk, concat, concatenate, repeat_interleave, split, stack, tile, unbind,
+)
+from deepsharp.tensors.api.reduce import (  # noqa: F401
+    all, amax, amin, any, argmax, argmin, cumprod, cumsum, logsumexp, max, mean, min, prod,
+    std, sum, var,
+)
+from deepsharp.tensors.api.select import (  # noqa: F401
+    argsort, gather, index_select, masked_fill, one_hot, sort, take_along_axis, topk, tril,
+    triu, where,
+)
+from deepsharp.tensors.api.shape import (  # noqa: F401
+    flatten, movedim, narrow, permute, squeeze, transpose, unflatten, unsqueeze,
+)
+
+clip = clamp
+take_along_dim = take_along_axis
+moveaxis = movedim
 
 
 def relu(x: Tensor) -> Tensor:
@@ -47,27 +72,23 @@ def softplus(x: Tensor) -> Tensor:
     return apply("softplus", x)
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return apply("softmax", x, axis=int(axis) % x.ndim)
+def softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim` (the last axis when not given: PyTorch's implicit
+    choice, deprecated there, is not followed)."""
+    return apply("softmax", x, axis=kw.one_dim("softmax", dim, axis, x.ndim, default=-1))
 
 
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return apply("log_softmax", x, axis=int(axis) % x.ndim)
+def log_softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    return apply("log_softmax", x, axis=kw.one_dim("log_softmax", dim, axis, x.ndim, default=-1))
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x @ weight (+ bias), weight kept (in, out)."""
-    y = apply("matmul", x, weight)
-    return y if bias is None else apply("add", y, bias)
-
-
-def concat(tensors: Sequence[Tensor], axis: int = -1) -> Tensor:
-    rank = np.ndim(tensors[0]._data if isinstance(tensors[0], Tensor) else tensors[0])
-    return apply("concat", *tensors, axis=int(axis) % rank)
-
-
-def where(condition, a, b) -> Tensor:
-    return apply("where", condition, a, b)
+    """x @ weight.T (+ bias), weight (out, in) as PyTorch's F.linear (a `dense` layer keeps its
+    kernel (in, out): pass `layer.weight.T`)."""
+    if weight.ndim != 2 or x.shape[-1:] != weight.shape[1:]:
+        raise OpError(f"linear: the weight {weight.shape} must be (out, in) with in = the input's "
+                      f"last axis {x.shape[-1:]} (PyTorch's layout)")
+    return apply("linear", x, weight, *(() if bias is None else (bias,)))
 
 
 def maximum(a, b) -> Tensor:
@@ -76,6 +97,62 @@ def maximum(a, b) -> Tensor:
 
 def minimum(a, b) -> Tensor:
     return apply("minimum", a, b)
+
+
+def pow(a, b) -> Tensor:
+    return apply("pow", a, b)
+
+
+def abs(x: Tensor) -> Tensor:
+    return apply("abs", x)
+
+
+def sign(x: Tensor) -> Tensor:
+    return apply("sign", x)
+
+
+def exp(x: Tensor) -> Tensor:
+    return apply("exp", x)
+
+
+def log(x: Tensor) -> Tensor:
+    return apply("log", x)
+
+
+def log1p(x: Tensor) -> Tensor:
+    return apply("log1p", x)
+
+
+def sqrt(x: Tensor) -> Tensor:
+    return apply("sqrt", x)
+
+
+def rsqrt(x: Tensor) -> Tensor:
+    return apply("rsqrt", x)
+
+
+def sin(x: Tensor) -> Tensor:
+    return apply("sin", x)
+
+
+def cos(x: Tensor) -> Tensor:
+    return apply("cos", x)
+
+
+def logical_and(a, b) -> Tensor:
+    return apply("logical_and", a, b)
+
+
+def logical_or(a, b) -> Tensor:
+    return apply("logical_or", a, b)
+
+
+def logical_xor(a, b) -> Tensor:
+    return apply("logical_xor", a, b)
+
+
+def logical_not(a) -> Tensor:
+    return apply("logical_not", a)
 
 
 def dropout(x: Tensor, rate: float, training: bool, purpose: str = "dropout") -> Tensor:
