@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors import modes
+from deepsharp.tensors import keywords, modes
 from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
 
@@ -220,11 +220,11 @@ class Tensor(TensorMethods):
             shape = tuple(shape[0])
         return apply("reshape", self, shape=tuple(int(s) for s in shape))
 
-    def select(self, axis: int, index: int) -> "Tensor":
-        """The values at position `index` of `axis`, which is dropped: a gather by a scalar index,
+    def select(self, dim: int, index: int) -> "Tensor":
+        """The values at position `index` of `dim`, which is dropped: a gather by a scalar index,
         kept as given (a negative index counts from the end, whatever the axis's size)."""
         return apply("gather", self, Tensor(np.asarray(int(index), dtype=np.int64)),
-                     axis=int(axis) % self.ndim)
+                     axis=keywords.axis("select", dim, self.ndim))
 
     def __getitem__(self, index: Any) -> "Tensor":
         from deepsharp.tensors.indexing import getitem
