@@ -91,68 +91,27 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return apply("linear", x, weight, *(() if bias is None else (bias,)))
 
 
-def maximum(a, b) -> Tensor:
-    return apply("maximum", a, b)
+def _primitive(name: str, doc: str):
+    def function(*tensors):
+        return apply(name, *tensors)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
 
 
-def minimum(a, b) -> Tensor:
-    return apply("minimum", a, b)
-
-
-def pow(a, b) -> Tensor:
-    return apply("pow", a, b)
-
-
-def abs(x: Tensor) -> Tensor:
-    return apply("abs", x)
-
-
-def sign(x: Tensor) -> Tensor:
-    return apply("sign", x)
-
-
-def exp(x: Tensor) -> Tensor:
-    return apply("exp", x)
-
-
-def log(x: Tensor) -> Tensor:
-    return apply("log", x)
-
-
-def log1p(x: Tensor) -> Tensor:
-    return apply("log1p", x)
-
-
-def sqrt(x: Tensor) -> Tensor:
-    return apply("sqrt", x)
-
-
-def rsqrt(x: Tensor) -> Tensor:
-    return apply("rsqrt", x)
-
-
-def sin(x: Tensor) -> Tensor:
-    return apply("sin", x)
-
-
-def cos(x: Tensor) -> Tensor:
-    return apply("cos", x)
-
-
-def logical_and(a, b) -> Tensor:
-    return apply("logical_and", a, b)
-
-
-def logical_or(a, b) -> Tensor:
-    return apply("logical_or", a, b)
-
-
-def logical_xor(a, b) -> Tensor:
-    return apply("logical_xor", a, b)
-
-
-def logical_not(a) -> Tensor:
-    return apply("logical_not", a)
+# one primitive each, PyTorch's torch.<name> (numpy broadcasting between two operands)
+maximum = _primitive("maximum", "The elementwise maximum (float, int64 or bool); a tie halves "
+                                "the gradient.")
+minimum = _primitive("minimum", "The elementwise minimum.")
+pow = _primitive("pow", "a ** b, b a number or a tensor.")
+logical_and = _primitive("logical_and", "a and b, non-zero read as True.")
+logical_or = _primitive("logical_or", "a or b, non-zero read as True.")
+logical_xor = _primitive("logical_xor", "a xor b, non-zero read as True.")
+logical_not = _primitive("logical_not", "not a, non-zero read as True.")
+abs, sign, exp, log, log1p, sqrt, rsqrt, sin, cos = (
+    _primitive(n, f"{n}(x), elementwise.") for n in
+    ("abs", "sign", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos"))
 
 
 def dropout(x: Tensor, rate: float, training: bool, purpose: str = "dropout") -> Tensor:

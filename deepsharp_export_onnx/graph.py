@@ -105,7 +105,13 @@ class Tape:
     def node_needs(self, node: Node, types: dict[str, int | None] | None = None) -> int:
         """The oldest set holding `node` for its inputs' element types."""
         types = self.value_types() if types is None else types
-        return opsets.needs(node.op_type, node.attrs, [types.get(i) for i in node.inputs])
+        try:
+            return opsets.needs(node.op_type, node.attrs, [types.get(i) for i in node.inputs])
+        except opsets.NoKernel as error:
+            from deepsharp_export_onnx.errors import ExportRefused
+
+            raise ExportRefused([f"{node.owner or 'the graph'}: node {node.name!r}: {error}"]) \
+                from None
 
     def needed_opset(self) -> int:
         types = self.value_types()

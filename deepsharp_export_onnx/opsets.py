@@ -64,6 +64,10 @@ _SPECIAL: dict[str, Callable[[dict[str, Any]], int]] = {
 # is later than FIRST (measured node by node, set by set; the checker's type constraints agree):
 # None when no set has a kernel, a form the writers never write (vocabulary_nodes writes And/Or
 # for bool Where, Max and Add). The type is that of input 0 (`TYPED_INPUT` names another).
+class NoKernel(ValueError):
+    """A node form no operator set runs (the tape turns it into ExportRefused, naming the node)."""
+
+
 _NUMERIC = {"bool": None}
 _FLOAT_ONLY = {"int": None, "bool": None}
 BY_TYPE: dict[str, dict[str, int | None]] = {
@@ -77,8 +81,8 @@ BY_TYPE: dict[str, dict[str, int | None]] = {
     "ReduceProd": _NUMERIC, "ReduceMean": _NUMERIC, "ReduceLogSumExp": _NUMERIC,
     "ArgMax": _NUMERIC, "ArgMin": _NUMERIC, "Pad": {"bool": 13},
     "Exp": _FLOAT_ONLY, "Log": _FLOAT_ONLY, "Sqrt": _FLOAT_ONLY, "Reciprocal": _FLOAT_ONLY,
-    "Sin": _FLOAT_ONLY, "Cos": _FLOAT_ONLY, "Relu": _FLOAT_ONLY, "Sigmoid": _FLOAT_ONLY,
-    "Tanh": _FLOAT_ONLY, "Softmax": _FLOAT_ONLY, "LogSoftmax": _FLOAT_ONLY,
+    "Sin": _FLOAT_ONLY, "Cos": _FLOAT_ONLY, "Relu": {"int": 18, "bool": None},
+    "Sigmoid": _FLOAT_ONLY, "Tanh": _FLOAT_ONLY, "Softmax": _FLOAT_ONLY, "LogSoftmax": _FLOAT_ONLY,
     "Gemm": _FLOAT_ONLY, "MatMul": {"bool": None},
     "Gelu": {"double": None, **_FLOAT_ONLY}, "Erf": {"double": None, **_FLOAT_ONLY},
 }
@@ -125,9 +129,9 @@ def _type_needs(op_type: str, types: list[int | None]) -> int:
             continue
         need = table[kind(elem)]
         if need is None:
-            raise ValueError(f"opsets: ONNX Runtime has no kernel for {op_type} on "
-                             f"{onnx.TensorProto.DataType.Name(elem).lower()} values; a writer "
-                             f"must not write that form")
+            raise NoKernel(f"ONNX Runtime has no kernel for {op_type} on "
+                           f"{onnx.TensorProto.DataType.Name(elem).lower()} values at any "
+                           f"operator set")
         found = max(found, need)
     return found
 

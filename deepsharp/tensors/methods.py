@@ -33,7 +33,18 @@ class Size(int):
 
 
 def _apply(op: str, *inputs: Any, **attrs: Any) -> Any:
-    return api.shape.apply(op, *inputs, **attrs)
+    return api.shape.apply(op, *inputs, **attrs)  # tensor.apply, reached without a circular import
+
+
+def _reduction(name: str):
+    """The method calling `api.reduce.<name>(self, dim, keepdim, axis=, keepdims=)`."""
+
+    def method(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
+        return getattr(api.reduce, name)(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"See deepsharp.tensors.api.reduce.{name}."
+    return method
 
 
 class TensorMethods:
@@ -130,32 +141,9 @@ class TensorMethods:
     def matmul(self, other): return _apply("matmul", self, other)
 
     # -- reductions and scans ---------------------------------------------------------------
-    def sum(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.sum(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def mean(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.mean(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def max(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.max(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def min(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.min(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def amax(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.amax(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def amin(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.amin(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def argmax(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.argmax(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def argmin(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.argmin(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def prod(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.prod(self, dim, keepdim, axis=axis, keepdims=keepdims)
+    sum, mean, max, min, amax, amin, argmax, argmin, prod, logsumexp, all, any = (
+        _reduction(n) for n in ("sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin",
+                                "prod", "logsumexp", "all", "any"))
 
     def var(self, dim=None, unbiased=None, keepdim=None, *, correction=None, axis=None,
             keepdims=None, ddof=None):
@@ -166,15 +154,6 @@ class TensorMethods:
             keepdims=None, ddof=None):
         return api.reduce.std(self, dim, unbiased, keepdim, correction=correction, axis=axis,
                               keepdims=keepdims, ddof=ddof)
-
-    def logsumexp(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.logsumexp(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def all(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.all(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def any(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return api.reduce.any(self, dim, keepdim, axis=axis, keepdims=keepdims)
 
     def cumsum(self, dim=None, *, axis=None): return api.reduce.cumsum(self, dim, axis=axis)
     def cumprod(self, dim=None, *, axis=None): return api.reduce.cumprod(self, dim, axis=axis)

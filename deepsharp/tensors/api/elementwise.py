@@ -37,12 +37,6 @@ def comparable(other: Any) -> bool:
     return isinstance(other, (Tensor, np.ndarray, np.generic, int, float, bool, list, tuple))
 
 
-def logical(op: str, a: Any, b: Any = None) -> Tensor:
-    if b is None:
-        return apply(op, a)
-    return apply(op, a, b)
-
-
 def bool_only(op: str, a: Tensor, b: Any = None) -> None:
     """`&`, `|`, `^` and `~` are logical on bool tensors (PyTorch's bitwise operators on integer
     tensors are not supported)."""

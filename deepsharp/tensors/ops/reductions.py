@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from deepsharp.tensors.ops.reduce import _restore
+from deepsharp.tensors.ops.reduce import _restore, extreme
 from deepsharp.tensors.primitives import primitive
 
 
@@ -15,18 +15,7 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     return int(np.prod([shape[i] for i in axes])) if axes else 1
 
 
-@primitive("min")
-class Min:
-    """The smallest value; ties share the gradient equally (PyTorch's amin)."""
-
-    def forward(a, *, axes, keepdims):
-        out = a.min(axis=axes, keepdims=True)
-        return (out if keepdims else np.squeeze(out, axis=axes)), out
-
-    def backward(grad, out, a, *, axes, keepdims):
-        hit = (a == out).astype(grad.dtype)
-        hit /= hit.sum(axis=axes, keepdims=True)
-        return (_restore(grad, a.shape, axes, keepdims) * hit,)
+primitive("min")(extreme(np.min))
 
 
 def _selecting(pick):
