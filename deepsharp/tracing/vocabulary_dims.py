@@ -21,9 +21,14 @@ def along(ctx: DimContext) -> list[Dims]:
 
 
 def topk(ctx: DimContext) -> list[Dims]:
-    """The chosen axis becomes k (fixed); both results."""
-    dims, axis = ctx.operands[0].dims, ctx.attrs["axis"] % ctx.operands[0].rank
-    return [dims[:axis] + (ctx.attrs["k"],) + dims[axis + 1:]] * 2
+    """The chosen axis becomes k (fixed); both results. k equal to a symbolic axis's example
+    size was read from it in Python and would stay fixed: refused, naming sort."""
+    dims, axis, k = ctx.operands[0].dims, ctx.attrs["axis"] % ctx.operands[0].rank, ctx.attrs["k"]
+    if isinstance(dims[axis], Sym) and k == dims[axis].example:
+        raise ctx.symbolic(f"k={k} is the example size of the symbolic axis {axis} "
+                           f"({dims[axis]}), and would stay {k} at other sizes; to order the "
+                           f"whole axis use sort")
+    return [dims[:axis] + (k,) + dims[axis + 1:]] * 2
 
 
 def same_twice(ctx: DimContext) -> list[Dims]:
@@ -32,8 +37,17 @@ def same_twice(ctx: DimContext) -> list[Dims]:
 
 
 def index_dims(ctx: DimContext) -> list[Dims]:
-    """take_along_axis: the result has the index's dims."""
-    return [ctx.operands[1].dims]
+    """take_along_axis: the result has the index's dims. Off the gathered axis an index may be
+    shorter than the input (PyTorch's gather takes the first entries), but not the input's
+    symbolic size fixed at its example size (a constant made with that size cannot follow it)."""
+    data, index, axis = ctx.operands[0].dims, ctx.operands[1].dims, ctx.attrs["axis"]
+    out: list[Dim] = []
+    for d, (a, i) in enumerate(zip(data, index)):
+        if d != axis and (isinstance(a, Sym) or isinstance(i, Sym)) and example(a) == example(i):
+            out.append(_agree(ctx, d, [a, i], example(i), "where gather's index meets its input"))
+        else:
+            out.append(i)
+    return [tuple(out)]
 
 
 def index_nd(ctx: DimContext) -> list[Dims]:

@@ -368,7 +368,12 @@ def _sort(emit, inputs, attrs, ranks):
 # -- building ----------------------------------------------------------------------------------------
 @writes_primitive("einsum", dims=vdims.einsum)
 def _einsum(emit, inputs, attrs, ranks):
-    return emit("Einsum", emit.promoted(inputs), {"equation": attrs["equation"]})
+    """Einsum; over bools (numpy's: any of the ands) as int64, then non-zero."""
+    if emit.result_dtype() != BOOL:
+        return emit("Einsum", emit.promoted(inputs), {"equation": attrs["equation"]})
+    counts = emit("Einsum", emit.promoted(inputs, to=INT64), {"equation": attrs["equation"]},
+                  suffix="counts")
+    return emit("Cast", [counts], {"to": 9})
 
 
 @writes_primitive("tile", dims=vdims.tile)

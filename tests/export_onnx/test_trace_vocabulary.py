@@ -206,6 +206,19 @@ def test_a_mask_computed_from_an_input_is_refused_as_data_dependent():
     assert caught.value.kind == TraceErrorKind.DATA_DEPENDENT
 
 
+def test_an_index_made_with_the_example_batch_size_is_refused():
+    index = Tensor(np.zeros((7, 2), np.int64))  # sized by x.shape[0] in Python: fixed at 7
+    with pytest.raises(TraceException, match="fixed at 7 in another, where gather's index") as caught:
+        check_trace(lambda x: x.gather(1, index), X, B)
+    assert caught.value.kind == TraceErrorKind.SYMBOLIC_SHAPE
+
+
+def test_topk_of_a_whole_symbolic_axis_is_refused_naming_sort():
+    with pytest.raises(TraceException, match="to order the whole axis use sort") as caught:
+        check_trace(lambda x: x.topk(x.shape[1], dim=1).values, XS, BT)
+    assert caught.value.kind == TraceErrorKind.SYMBOLIC_SHAPE
+
+
 def test_one_hot_without_the_number_of_classes_is_refused_in_a_trace():
     with pytest.raises(TraceException, match="one_hot\\(num_classes=-1\\)") as caught:
         check_trace(lambda ids: F.one_hot(ids), {"ids": ("batch", 3)}, B, make=inputs_by_name)
@@ -224,3 +237,51 @@ def test_one_hot_without_the_number_of_classes_is_refused_in_a_trace():
 ])
 def test_the_operator_set_follows_the_element_types(fn, inputs, opset):
     assert check_trace(fn, inputs, B, make=inputs_by_name).opset == opset
+
+
+# Every op that takes any element type, traced at each: float32, int64 and bool.
+ANY_TYPE = [
+    ("where", lambda x: F.where(x.sum(1, keepdim=True) != x.sum(1, keepdim=True), x, x.flip(1))),
+    ("masked_fill", lambda x: x.masked_fill(Tensor(MASK), x.select(0, 0).select(0, 0))),
+    ("maximum", lambda x: F.maximum(x, x.flip(0))),
+    ("minimum", lambda x: F.minimum(x, x.flip(1))),
+    ("==", lambda x: x == x.flip(1)),
+    ("<", lambda x: x < x.flip(1)),
+    ("sum", lambda x: x.sum(1)),
+    ("amax", lambda x: x.amax(1)),
+    ("amin", lambda x: x.amin(0)),
+    ("max(dim)", lambda x: pair(x.max(1))),
+    ("argmin", lambda x: x.argmin(1)),
+    ("prod", lambda x: x.prod(1)),
+    ("cumsum", lambda x: x.cumsum(1)),
+    ("cumprod", lambda x: x.cumprod(1)),
+    ("all", lambda x: x.all(1)),
+    ("any", lambda x: x.any(0)),
+    ("stack", lambda x: F.stack([x, x.flip(0)], 1)),
+    ("cat", lambda x: F.cat([x, x], -1)),
+    ("split", lambda x: x.split(3, 1)[0]),
+    ("unbind", lambda x: x.unbind(1)[1]),
+    ("gather", lambda x: x.gather(1, F.zeros_like(x[:, :2], dtype=np.int64) + Tensor([2, 0]))),
+    ("take_along_axis", lambda x: F.take_along_axis(x, Tensor(np.array([[3, 1, 3]])), 1)),
+    ("index_select", lambda x: x.index_select(1, POSITIONS)),
+    ("x[i, j]", lambda x: x[:, POSITIONS][:, [1, 2]]),
+    ("topk", lambda x: pair(x.topk(2))),
+    ("sort", lambda x: pair(x.sort(0))),
+    ("einsum", lambda x: F.einsum("bi,bj->bij", x, x)),
+    ("tril", lambda x: x.reshape(-1, 2, 2).tril()),
+    ("repeat", lambda x: x.repeat(1, 2)),
+    ("repeat_interleave", lambda x: x.repeat_interleave(2, 1)),
+    ("zeros_like", lambda x: F.zeros_like(x)),
+    ("permute", lambda x: x.unsqueeze(0).permute(2, 1, 0)),
+    ("flip", lambda x: x.flip(0)),
+    ("expand", lambda x: x.unsqueeze(1).expand(-1, 3, -1)),
+]
+TYPES = {"float32": lambda name, shape, g: g.standard_normal(shape).astype(np.float32),
+         "int64": lambda name, shape, g: g.integers(-3, 4, shape),
+         "bool": lambda name, shape, g: g.random(shape) > 0.5}
+
+
+@pytest.mark.parametrize("kind", sorted(TYPES))
+@pytest.mark.parametrize("fn", [f for _, f in ANY_TYPE], ids=[n for n, _ in ANY_TYPE])
+def test_every_element_type_runs(fn, kind):
+    check_trace(fn, X, {"batch": (7, 2)}, make=TYPES[kind], reference=False)

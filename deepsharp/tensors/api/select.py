@@ -40,8 +40,9 @@ def take_along_axis(x: Tensor, indices: Any, axis: Any = None, *, dim: Any = Non
         raise OpError(f"take_along_axis: indices of rank {index.ndim} for a tensor of rank "
                       f"{x.ndim}")
     shape = tuple(n if i == at else max(n, m) for i, (n, m) in enumerate(zip(index.shape, x.shape)))
-    if index.shape != shape:
-        index = apply("expand", index, shape=shape)
+    if index.shape != shape:  # broadcast by adding zeros made from x: a trace follows its axes
+        zeros = apply("full_like", x.select(at, 0).unsqueeze(at), value=0, dtype="<i8")
+        index = apply("add", index, zeros)
     if x.shape[:at] + x.shape[at + 1:] != shape[:at] + shape[at + 1:]:
         x = apply("expand", x, shape=shape[:at] + (x.shape[at],) + shape[at + 1:])
     return apply("take_along_axis", x, index, axis=at)
