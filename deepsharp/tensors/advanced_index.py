@@ -65,7 +65,8 @@ def _expand(tensor, index: tuple) -> list[tuple[str, Any]]:
             parts.append(("int", int(p)))
         else:
             parts.append(_as_index(p))
-    used = sum(p[1].ndim if p[0] == "mask" else 1 for p in parts if p[0] not in ("none", "ellipsis"))
+    used = sum(p[1].ndim if p[0] == "mask" else 1 for p in parts
+               if p[0] not in ("none", "ellipsis"))
     if sum(1 for p in parts if p[0] == "ellipsis") > 1:
         raise OpError("indexing: an index can only have a single ellipsis")
     if used > tensor.ndim:

@@ -203,7 +203,8 @@ class TensorMethods:
 
     # -- choosing entries -------------------------------------------------------------------
     def gather(self, dim, index): return api.select.gather(self, dim, index)
-    def take_along_dim(self, indices, dim=None): return api.select.take_along_axis(self, indices, dim)
+    def take_along_dim(self, indices, dim=None):
+        return api.select.take_along_axis(self, indices, dim)
     def index_select(self, dim, index): return api.select.index_select(self, dim, index)
 
     def topk(self, k, dim=None, largest=True, sorted=True, *, axis=None):

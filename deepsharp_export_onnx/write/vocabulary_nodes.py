@@ -45,7 +45,7 @@ def axis_size(emit: Emit, name: str, index: int, axis: int, rank: int) -> str:
                 suffix=f"size_{axis}")
 
 
-# -- arithmetic on bools, comparisons, logic ---------------------------------------------------------
+# -- arithmetic on bools, comparisons, logic -------------------------------------------------------
 def _binary(op_type: str, bool_op: str):
     """Arithmetic whose bool form is logical (numpy: True + True is True, * is and)."""
 
@@ -105,7 +105,7 @@ for _name, _op in (("logical_and", "And"), ("logical_or", "Or"), ("logical_xor",
     writes_primitive(_name, dims=dims.elementwise)(_logical(_op))
 
 
-# -- functions ---------------------------------------------------------------------------------------
+# -- functions -------------------------------------------------------------------------------------
 @writes_primitive("sign", dims=dims.elementwise)
 def _sign(emit, inputs, attrs, ranks):
     return emit("Sign", emit.promoted(inputs))
@@ -152,7 +152,7 @@ def _linear(emit, inputs, attrs, ranks):
     return emit("Add", [emit("MatMul", [inputs[0], turned], suffix="matmul"), inputs[2]])
 
 
-# -- reductions --------------------------------------------------------------------------------------
+# -- reductions ------------------------------------------------------------------------------------
 def _reduce_node(emit: Emit, op_type: str, x: str, axes, keepdims: int, suffix=None) -> str:
     return emit(op_type, [x], {"axes": [int(a) for a in axes], "keepdims": int(keepdims)},
                 suffix=suffix)
@@ -268,7 +268,7 @@ def _all(emit, inputs, attrs, ranks):
     return emit("Not", [_any(emit, false, attrs["axes"], attrs["keepdims"], suffix="some_false")])
 
 
-# -- scans -------------------------------------------------------------------------------------------
+# -- scans -----------------------------------------------------------------------------------------
 @writes_primitive("cumsum", dims=dims.elementwise)
 def _cumsum(emit, inputs, attrs, ranks):
     (x,) = emit.promoted(inputs)
@@ -287,8 +287,8 @@ def _cumprod(emit, inputs, attrs, ranks):
     known = emit.dims(0)
     if known is not None and not isinstance(known[axis], Sym):
         n = int(known[axis])
-        mask = emit.constant("mask", np.tril(np.ones((n, n), bool)).reshape((n, n) + (1,) * trailing),
-                             np.bool_)
+        lower = np.tril(np.ones((n, n), bool)).reshape((n, n) + (1,) * trailing)
+        mask = emit.constant("mask", lower, np.bool_)
     else:
         size = axis_size(emit, inputs[0], 0, axis, rank)
         count = emit("Squeeze", [size], {"axes": [0]}, suffix="count")
@@ -305,7 +305,7 @@ def _cumprod(emit, inputs, attrs, ranks):
     return emit("ReduceProd", [factors], {"axes": [axis + 1], "keepdims": 0})
 
 
-# -- choosing by index and order -----------------------------------------------------------------------
+# -- choosing by index and order -------------------------------------------------------------------
 @writes_primitive("take_along_axis", dims=vdims.index_dims)
 def _take_along_axis(emit, inputs, attrs, ranks):
     return emit("GatherElements", list(inputs), {"axis": int(attrs["axis"])})
@@ -344,8 +344,9 @@ def _top(emit: Emit, x: str, k: str, axis: int, largest: bool) -> list[str]:
     int64."""
     boolean = _dtype(emit, 0) == BOOL
     source = emit("Cast", [x], {"to": 7}, suffix="as_int") if boolean else x
-    values, indices = emit("TopK", [source, k], {"axis": axis, **({} if largest else {"largest": 0})},
-                           outputs=2, suffix="top" if boolean else None)
+    attrs = {"axis": axis, **({} if largest else {"largest": 0})}
+    values, indices = emit("TopK", [source, k], attrs, outputs=2,
+                           suffix="top" if boolean else None)
     if boolean:
         values = emit("Cast", [values], {"to": 9})
     return [values, indices]
@@ -365,7 +366,7 @@ def _sort(emit, inputs, attrs, ranks):
     return _top(emit, inputs[0], k, axis, bool(attrs["descending"]))
 
 
-# -- building ----------------------------------------------------------------------------------------
+# -- building --------------------------------------------------------------------------------------
 @writes_primitive("einsum", dims=vdims.einsum)
 def _einsum(emit, inputs, attrs, ranks):
     """Einsum; over bools (numpy's: any of the ands) as int64, then non-zero."""

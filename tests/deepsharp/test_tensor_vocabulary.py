@@ -28,7 +28,8 @@ def test_pytorch_and_numpy_keywords_mean_the_same():
 @pytest.mark.parametrize("call, message", [
     (lambda: X.sum(dim=1, axis=0), "sum: give dim or axis, not both"),
     (lambda: X.mean(1, keepdim=True, keepdims=False), "mean: give keepdim or keepdims, not both"),
-    (lambda: X.var(0, unbiased=True, correction=0), "var: give one of unbiased, correction and ddof"),
+    (lambda: X.var(0, unbiased=True, correction=0),
+     "var: give one of unbiased, correction and ddof"),
     (lambda: X.sum(3), "sum: dim 3 is out of range for a tensor of rank 3"),
     (lambda: X.sum(()), "dim=\\(\\) reduces every axis in PyTorch and none in numpy"),
     (lambda: X.amax((1, -2)), "names an axis twice"),

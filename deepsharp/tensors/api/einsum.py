@@ -24,7 +24,8 @@ def explicit(equation: str, shapes: list[tuple[int, ...]]) -> str:
         raise _refuse(equation, f"{len(terms)} operand terms for {len(shapes)} operands")
     used = set(text) - set(".,->")
     if not used <= set(string.ascii_letters):
-        raise _refuse(equation, f"subscripts must be letters, received {sorted(used - set(string.ascii_letters))}")
+        stray = sorted(used - set(string.ascii_letters))
+        raise _refuse(equation, f"subscripts must be letters, received {stray}")
     spare = [c for c in string.ascii_uppercase + string.ascii_lowercase if c not in used]
     width = max([len(s) - (len(t) - 3) for t, s in zip(terms, shapes) if "..." in t] or [0])
     ellipsis = "".join(spare[:width])
