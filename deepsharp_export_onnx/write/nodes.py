@@ -227,4 +227,4 @@ def _slice(emit, inputs, attrs, ranks):
 # The sequence primitives (embedding, attention, lstm, gru), the spatial ones (convolutions,
 # pools, pad, resize, norms) and the tensor vocabulary's register themselves here too.
 from deepsharp_export_onnx.write import sequence_nodes, spatial_nodes  # noqa: E402,F401
-from deepsharp_export_onnx.write import vocabulary_nodes  # noqa: E402,F401
+from deepsharp_export_onnx.write import selection_nodes, vocabulary_nodes  # noqa: E402,F401

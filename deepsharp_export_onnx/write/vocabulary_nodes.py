@@ -1,6 +1,6 @@
 """ONNX nodes for the tensor vocabulary's primitives (deepsharp/tensors/ops/compare.py,
-functions.py, reductions.py, index.py, sort.py, arrange.py, einsum.py, linear.py) and the bool forms
-of arithmetic, in the shared table (`nodes.PRIMITIVE_NODES`).
+functions.py, reductions.py, linear.py; the index, order and building ones are in
+`selection_nodes`) and the bool forms of arithmetic, in the shared table (`nodes.PRIMITIVE_NODES`).
 
 Each entry writes nodes in forms ONNX Runtime has kernels for, whatever the element type: a bool
 `where`, `maximum` or `+` becomes And/Or/Not (Runtime has no bool Where, Max or Add); a bool
@@ -21,13 +21,13 @@ BOOL = np.dtype(np.bool_)
 INT64 = np.dtype(np.int64)
 
 
-def _dtype(emit: Emit, index: int) -> np.dtype:
+def dtype_of(emit: Emit, index: int) -> np.dtype:
     found = emit.dtype(index)
     return np.dtype(np.float32) if found is None else found
 
 
 def _common(emit: Emit, count: int) -> np.dtype:
-    return np.result_type(*(_dtype(emit, i) for i in range(count)))
+    return np.result_type(*(dtype_of(emit, i) for i in range(count)))
 
 
 def _axes_const(emit: Emit, label: str, values) -> str:
@@ -177,7 +177,7 @@ def _along(op_type: str, arg_type: str):
         x = inputs[0]
         keep = int(attrs["keepdims"])
         values = _reduce_node(emit, op_type, x, [attrs["axis"]], keep, suffix="values")
-        source = x if _dtype(emit, 0) != BOOL else emit("Cast", [x], {"to": 7}, suffix="as_int")
+        source = x if dtype_of(emit, 0) != BOOL else emit("Cast", [x], {"to": 7}, suffix="as_int")
         indices = emit(arg_type, [source], {"axis": int(attrs["axis"]), "keepdims": keep},
                        suffix="indices")
         return [values, indices]
@@ -192,7 +192,7 @@ writes_primitive("min_along", dims=vdims.along)(_along("ReduceMin", "ArgMin"))
 def _arg(arg_type: str):
     def write(emit, inputs, attrs, ranks):
         x = inputs[0]
-        if _dtype(emit, 0) == BOOL:
+        if dtype_of(emit, 0) == BOOL:
             x = emit("Cast", [x], {"to": 7}, suffix="as_int")
         if not attrs["flat"]:
             return emit(arg_type, [x], {"axis": int(attrs["axis"]),
@@ -303,95 +303,3 @@ def _cumprod(emit, inputs, attrs, ranks):
     one = emit.constant("one", np.asarray(1, kind), kind)
     factors = emit("Where", [mask, rows, one], suffix="factors")
     return emit("ReduceProd", [factors], {"axes": [axis + 1], "keepdims": 0})
-
-
-# -- choosing by index and order -------------------------------------------------------------------
-@writes_primitive("take_along_axis", dims=vdims.index_dims)
-def _take_along_axis(emit, inputs, attrs, ranks):
-    return emit("GatherElements", list(inputs), {"axis": int(attrs["axis"])})
-
-
-@writes_primitive("index_nd", dims=vdims.index_nd)
-def _index_nd(emit, inputs, attrs, ranks):
-    """GatherND by the index arrays broadcast together and stacked on a last axis."""
-    data, indices = inputs[0], list(inputs[1:])
-    width = max(ranks[1:])
-    if any(r != width for r in ranks[1:]) or len(indices) > 1:
-        zeros = [emit("Mul", [i, emit.constant("zero", np.asarray(0, np.int64))],
-                      suffix=f"zero_{k}") for k, i in enumerate(indices)]
-        total = zeros[0]
-        for k, z in enumerate(zeros[1:]):
-            total = emit("Add", [total, z], suffix=f"broadcast_{k}")
-        indices = [emit("Add", [i, total], suffix=f"index_{k}") for k, i in enumerate(indices)]
-    columns = [emit("Unsqueeze", [i], {"axes": [width]}, suffix=f"column_{k}")
-               for k, i in enumerate(indices)]
-    stacked = columns[0] if len(columns) == 1 else emit("Concat", columns, {"axis": -1},
-                                                         suffix="stacked")
-    return emit("GatherND", [data, stacked])
-
-
-@writes_primitive("one_hot", dims=vdims.one_hot)
-def _one_hot(emit, inputs, attrs, ranks):
-    """ids[..., None] == 0..depth-1, as int64."""
-    column = emit("Unsqueeze", [emit.promoted(inputs, to=INT64)[0]], {"axes": [ranks[0]]},
-                  suffix="column")
-    classes = emit.constant("classes", np.arange(attrs["depth"], dtype=np.int64))
-    return emit("Cast", [emit("Equal", [column, classes], suffix="equal")], {"to": 7})
-
-
-def _top(emit: Emit, x: str, k: str, axis: int, largest: bool) -> list[str]:
-    """TopK, writing `largest` only when 0 (the attribute exists from set 11); bools sort as
-    int64."""
-    boolean = _dtype(emit, 0) == BOOL
-    source = emit("Cast", [x], {"to": 7}, suffix="as_int") if boolean else x
-    attrs = {"axis": axis, **({} if largest else {"largest": 0})}
-    values, indices = emit("TopK", [source, k], attrs, outputs=2,
-                           suffix="top" if boolean else None)
-    if boolean:
-        values = emit("Cast", [values], {"to": 9})
-    return [values, indices]
-
-
-@writes_primitive("topk", dims=vdims.topk)
-def _topk(emit, inputs, attrs, ranks):
-    k = emit.constant("k", [int(attrs["k"])])
-    return _top(emit, inputs[0], k, int(attrs["axis"]), bool(attrs["largest"]))
-
-
-@writes_primitive("sort", dims=vdims.same_twice)
-def _sort(emit, inputs, attrs, ranks):
-    """TopK of the whole axis (its size read from the shape when symbolic)."""
-    axis = int(attrs["axis"]) % ranks[0]
-    k = axis_size(emit, inputs[0], 0, axis, ranks[0])
-    return _top(emit, inputs[0], k, axis, bool(attrs["descending"]))
-
-
-# -- building --------------------------------------------------------------------------------------
-@writes_primitive("einsum", dims=vdims.einsum)
-def _einsum(emit, inputs, attrs, ranks):
-    """Einsum; over bools (numpy's: any of the ands) as int64, then non-zero."""
-    if emit.result_dtype() != BOOL:
-        return emit("Einsum", emit.promoted(inputs), {"equation": attrs["equation"]})
-    counts = emit("Einsum", emit.promoted(inputs, to=INT64), {"equation": attrs["equation"]},
-                  suffix="counts")
-    return emit("Cast", [counts], {"to": 9})
-
-
-@writes_primitive("tile", dims=vdims.tile)
-def _tile(emit, inputs, attrs, ranks):
-    return emit("Tile", [inputs[0], emit.constant("repeats", [int(r) for r in attrs["reps"]])])
-
-
-@writes_primitive("trilu", dims=dims.elementwise)
-def _trilu(emit, inputs, attrs, ranks):
-    k = emit.constant("k", np.asarray(int(attrs["k"]), np.int64))
-    return emit("Trilu", [inputs[0], k], {"upper": int(attrs["upper"])})
-
-
-@writes_primitive("full_like", dims=dims.elementwise)
-def _full_like(emit, inputs, attrs, ranks):
-    """The value Expanded to the input's Shape."""
-    kind = np.dtype(attrs["dtype"])
-    value = emit.constant("value", np.asarray(attrs["value"], kind), kind)
-    return emit("Expand", [value, emit("Shape", [inputs[0]], suffix="shape")])
-
