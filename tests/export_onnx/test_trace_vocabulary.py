@@ -4,9 +4,12 @@ graph passes check_model(full_check=True) at the operator set chosen for its ele
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
+from deepsharp import Module, Parameter
 from deepsharp import functional as F
 from deepsharp.errors import TraceErrorKind, TraceException
 from deepsharp.tensors import Tensor
@@ -285,3 +288,44 @@ TYPES = {"float32": lambda name, shape, g: g.standard_normal(shape).astype(np.fl
 @pytest.mark.parametrize("fn", [f for _, f in ANY_TYPE], ids=[n for n, _ in ANY_TYPE])
 def test_every_element_type_runs(fn, kind):
     check_trace(fn, X, {"batch": (7, 2)}, make=TYPES[kind], reference=False)
+
+
+class PoolingEncoder(Module):
+    """Written as a PyTorch user writes one: padding mask from the ids, scaled dot-product
+    attention with masked_fill(-inf), view/transpose/contiguous, a masked mean, clamp, argmax."""
+
+    def __init__(self, vocabulary=12, width=8, heads=2):
+        super().__init__()
+        rng = np.random.default_rng(4)
+        self.table = Parameter(rng.standard_normal((vocabulary, width)).astype(np.float32))
+        self.qkv = Parameter(rng.standard_normal((3 * width, width)).astype(np.float32) * 0.3)
+        self.head = Parameter(rng.standard_normal((3, width)).astype(np.float32))
+        object.__setattr__(self, "heads", heads)
+
+    def forward(self, ids):
+        b, t = ids.size(0), ids.size(1)
+        real = ids != 0
+        x = F.embedding(ids, self.table) * math.sqrt(self.table.size(1))
+        q, k, v = F.linear(x, self.qkv).chunk(3, dim=-1)
+        split = lambda z: z.view(b, t, self.heads, -1).transpose(1, 2)  # noqa: E731
+        q, k, v = split(q), split(k), split(v)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+        scores = scores.masked_fill(~real[:, None, None, :], -1e9)
+        mixed = (scores.softmax(dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, -1)
+        kept = real.unsqueeze(-1).float()
+        pooled = (mixed * kept).sum(1) / kept.sum(1).clamp(min=1.0)
+        logits = F.linear(pooled, self.head)
+        return {"logits": logits, "label": logits.argmax(dim=-1)}
+
+
+def test_a_module_written_with_pytorchs_vocabulary_traces():
+    model = PoolingEncoder()
+
+    def ids(name, shape, generator):
+        values = generator.integers(1, 12, shape)
+        values[0, -2:] = 0  # padding at the end of the first series
+        return values
+
+    checked = check_trace(model.forward, {"ids": ("batch", "steps")}, BT, make=ids,
+                          parameters=dict(model.named_parameters()))
+    assert {"ArgMax", "Where", "Softmax", "Clip"} <= set(checked.ops())
