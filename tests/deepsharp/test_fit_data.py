@@ -141,7 +141,7 @@ def test_tuple_outputs_take_losses_by_position_and_one_loss_serves_all():
      "x holds 3 arrays, but TwoHeads.forward takes 2 inputs \\(left, right\\)"),
     (lambda m, d: m.fit({"left": d[0], "up": d[1]}, {"kind": d[2], "size": d[3]}, loss=LOSSES,
                         optimizer=SGD()),
-     "x names inputs \\['up'\\]; TwoHeads.forward takes \\['left', 'right'\\]"),
+     "x names inputs \\['left', 'up'\\]; TwoHeads.forward takes \\['left', 'right'\\]"),
     (lambda m, d: m.fit((d[0], d[1]), {"kind": d[2], "size": d[3]}, loss=LOSSES,
                         class_weight={0: 2.0}, optimizer=SGD()),
      "class_weight is for a module with one output"),
