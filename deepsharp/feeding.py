@@ -196,10 +196,8 @@ def class_weights(class_weight: dict[int, float], target: np.ndarray, what: str)
     """Keras' class_weight as sample weights: each example weighs its class's weight (1 for a class
     not named); its class is its id, the largest share of a row, or a 0/1 answer rounded."""
     y = target
-    if y.ndim > 1 and y.shape[-1] != 1:
-        y = np.argmax(y, axis=-1)
-    elif y.ndim > 1:
-        y = y[..., 0]
+    if y.dtype.kind == "f" and y.ndim > 1:  # shares: the largest; one 0/1 column: itself
+        y = np.argmax(y, axis=-1) if y.shape[-1] != 1 else y[..., 0]
     if y.ndim != 1:
         raise TargetError(f"{what}: class_weight needs one class per example; the answers have "
                           f"shape {target.shape}")

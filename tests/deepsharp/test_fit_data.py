@@ -188,6 +188,11 @@ def test_class_weights_are_sample_weights_of_each_examples_class():
     with pytest.raises(SpecError, match="give sample_weight or class_weight, not both"):
         network.fit(x, ids, loss=CrossEntropy(), optimizer=SGD(), class_weight={0: 1.0},
                     sample_weight=by_hand)
+    tagger = Sequential().dense(3).lower(Shape(4, 6), RandomStream(0))   # a class per step
+    with pytest.raises(TargetError, match="class_weight needs one class per example; the answers "
+                                          "have shape \\(30, 4\\)"):
+        tagger.fit(np.zeros((30, 4, 6), np.float32), np.zeros((30, 4), np.int64),
+                   loss=CrossEntropy(), optimizer=SGD(), class_weight={0: 1.0})
     with pytest.raises(SpecError, match="class_weight keys must be class indices"):
         network.fit(x, ids, loss=CrossEntropy(), optimizer=SGD(), class_weight={"a": 1.0})
 
