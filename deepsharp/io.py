@@ -160,14 +160,8 @@ def restore_frozen(module: Any, metadata: dict[str, str], path: Any) -> None:
     """Give back the frozen flags a file holds (a file without the entry changes none)."""
     if "frozen" not in metadata:
         return
-    try:
-        frozen = json.loads(metadata["frozen"])
-    except ValueError:
-        frozen = None
+    frozen = _field(path, metadata, "frozen", _strings)  # damaged: a StateError naming the entry
     known = dict(module.named_parameters())
-    if not isinstance(frozen, list) or not all(isinstance(f, str) for f in frozen):
-        raise StateError(f"{path}: its frozen entry must be a list of parameter paths, received "
-                         f"{metadata['frozen'][:80]!r}")
     unknown = sorted(set(frozen) - set(known))
     if unknown:
         raise StateError(f"{path}: marks {unknown} frozen, which are not parameters of this "

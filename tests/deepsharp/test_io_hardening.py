@@ -52,6 +52,8 @@ def _network_metadata(**changes):
     ("input_shape", None, "metadata 'input_shape' is missing"),
     ("features", '{"a": 1}', "metadata 'features'"),
     ("features", "[1, 2]", "metadata 'features'"),
+    ("frozen", "[" * 100_000, "metadata 'frozen' is damaged"),  # found by the suite's fuzz test
+    ("frozen", "[1]", "metadata 'frozen': expected a JSON list of names"),
 ])
 def test_damaged_network_metadata_is_the_load_error(tmp_path, key, value, says):
     metadata, tensors = _network_metadata(**{key: value})
