@@ -10,7 +10,7 @@ export it to ONNX and read it back.
 from deepsharp import functional
 from deepsharp.callbacks import Callback, EarlyStopping, History
 from deepsharp.errors import (
-    DeepsharpError, OpError, ShapeError, SpecError, StateError, TargetError, TrainingError,
+    DeepsharpError, OpError, PreparationError, ShapeError, SpecError, StateError, TargetError, TrainingError,
 )
 from deepsharp.io import load, load_checkpoint, save, save_checkpoint
 from deepsharp.losses import BinaryCrossEntropy, CrossEntropy, Loss, MeanSquaredError
@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Adam", "AdamW", "BinaryCrossEntropy", "Callback", "Cosine", "CrossEntropy", "DeepsharpError",
     "EarlyStopping", "ExponentialDecay", "History", "LinearWarmup", "Loss", "MeanSquaredError",
-    "Module", "Network", "OpError", "Optimizer", "Parameter", "RMSprop", "RandomStream", "SGD",
+    "Module", "Network", "OpError", "Optimizer", "PreparationError", "Parameter", "RMSprop", "RandomStream", "SGD",
     "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
     "TargetError", "Tensor", "TraceErrorKind", "TraceException", "TracedModel", "Tracer",
     "TrainingError", "float64", "functional", "load", "load_checkpoint",

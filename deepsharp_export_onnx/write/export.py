@@ -10,9 +10,12 @@ raised as one `ExportRefused` before a single byte is written.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
-from typing import BinaryIO, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, Sequence
 
+import numpy as np
 import onnx
 from onnx import TensorProto
 
@@ -26,6 +29,12 @@ from deepsharp.shape import Shape
 from deepsharp_export_onnx.errors import ExportRefused
 from deepsharp_export_onnx.graph import Tape
 from deepsharp_export_onnx.values import Value
+from deepsharp_export_onnx.write import forms
+from deepsharp_export_onnx.write.external import LIMIT, ExternalData, data_path, write_files
+from deepsharp_export_onnx.write.preparation import (
+    META_PREPARATION, preparation_faults, preparation_metadata, write_preparation,
+)
+from deepsharp_export_onnx.write.report import ExportReport, largest_difference
 from deepsharp_export_onnx.write.writers import WRITERS, Refusal, Writing, writer_for
 from deepsharp_export_onnx.write.writers.outputs import OUTPUT_WRITERS
 from layout import Order, permute_dims, to_channels_first, to_channels_last
@@ -57,29 +66,89 @@ class OnnxExport:
         features: names of what a row is made of, written as model metadata.
         max_opset: refuse a network whose nodes need a newer operator set than this.
         input_name, output_name: the graph's input and output names.
+        prepare: a fitted preparation (`deepsharp.preparation`: a step, a Chain, or Columns)
+            written in front of the network, so the graph takes raw rows (named columns are
+            inputs of their own); by default the network's own (`network.preparation`, which a
+            graph read back carries).
+        weights: "float32", or "float16" (weights stored float16, computed in float32).
+        quantize: None, or "dynamic" (int8 weights by ONNX Runtime's `quantize_dynamic`).
+        external_data: None (the weights beside the graph, in `<name>.onnx.data`, only when the
+            graph would pass protobuf's 2 GiB), True (always, when written to a path), False
+            (never: such a graph is refused).
+        compare_on: rows (raw, as `prepare` takes them) on which `report` gives the largest
+            difference between the graph's answers in ONNX Runtime and the float32 network's.
+
+    After each export, `report` (an `ExportReport`) gives the form, the size and that difference.
     """
 
     def __init__(self, shape: Shape, features: Sequence[str] | None = None,
                  max_opset: int | None = None, input_name: str = "input",
-                 output_name: str = "output") -> None:
+                 output_name: str = "output", *, prepare: Any = None, weights: str = "float32",
+                 quantize: str | None = None, external_data: bool | None = None,
+                 compare_on: Any = None) -> None:
         if not isinstance(shape, Shape):
             raise TypeError(f"OnnxExport: shape must be a Shape, received {shape!r}")
+        faults = forms.option_faults(weights, quantize, external_data)
+        if faults:
+            raise ExportRefused(faults)
         self.shape = shape
         self.features = list(features) if features is not None else None
         self.max_opset = max_opset
         self.input_name = input_name
         self.output_name = output_name
+        self.prepare = prepare
+        self.weights = weights
+        self.quantize = quantize
+        self.external_data = external_data
+        self.compare_on = compare_on
+        self.report: ExportReport | None = None
+        self._plan: ExternalData | None = None  # where the weights go, while write(path) runs
 
     # -- public API -------------------------------------------------------------------------------
-    def write(self, network: Module, loss: Loss, stream: BinaryIO) -> None:
-        """Write the graph to `stream`; a refused network writes nothing."""
+    def write(self, network: Module, loss: Loss, target: BinaryIO | str | os.PathLike) -> None:
+        """Write the graph to `target`: a binary stream, or a path (written whole or not at all;
+        the weights go beside it when the graph needs external data). A refused network writes
+        nothing."""
+        if isinstance(target, (str, os.PathLike)):
+            self._save(network, loss, Path(target))
+            return
         data = self.to_bytes(network, loss)
-        stream.write(data)
+        target.write(data)
 
     def to_bytes(self, network: Module, loss: Loss) -> bytes:
-        return self.to_model(network, loss).SerializeToString(deterministic=True)
+        model = self._model(network, loss)
+        try:
+            data = model.SerializeToString(deterministic=True)
+        except Exception as error:  # protobuf's EncodeError / ValueError past 2 GiB
+            raise ExportRefused([f"the graph cannot be one protobuf message ({error}): write it "
+                                 f"to a path, with its weights as external data"]) from None
+        self.report = self._report(data, len(data), 0, network, loss)
+        return data
 
     def to_model(self, network: Module, loss: Loss) -> onnx.ModelProto:
+        model = self._model(network, loss)
+        data = model.SerializeToString(deterministic=True) if self.compare_on is not None else b""
+        self.report = self._report(data, model.ByteSize(), 0, network, loss)
+        return model
+
+    def model_of(self, tape: Tape, inputs: Sequence[str], metadata: dict[str, str]) -> onnx.ModelProto:
+        """The finished tape as the ModelProto of the form asked (float16 weights, int8 weights,
+        weights planned as external data); refused by name when the form cannot hold it."""
+        faults = self._form_faults(tape)
+        if faults:
+            raise ExportRefused(faults)
+        if self.weights == "float16":
+            forms.to_float16(tape)
+        opset = max(tape.needed_opset(), forms.QUANTIZE_OPSET) if self.quantize else None
+        model = tape.to_model(list(inputs), [self.output_name], opset=opset, metadata=metadata,
+                              graph_name="deepsharp", producer=("deepsharp", deepsharp.__version__),
+                              tensor=self._plan)
+        if self.quantize:
+            model = forms.quantize_dynamic(model, tape.weights)
+        return model
+
+    # -- the forms --------------------------------------------------------------------------------
+    def _model(self, network: Module, loss: Loss) -> onnx.ModelProto:
         faults = self._preconditions(network, loss)
         if faults:
             raise ExportRefused(faults)
@@ -88,7 +157,11 @@ class OnnxExport:
 
             return export_module(self, network, loss)
         tape = Tape()
-        x = self._input(network, tape)
+        prepare = self._prepare_of(network)
+        if prepare is not None:
+            x, inputs = write_preparation(tape, prepare, self.input_name)
+        else:
+            x, inputs = self._input(network, tape), [self.input_name]
         steps = network.logits_steps(loss)
         self._faults: list[str] = []
         z = self.write_steps(tape, steps, x)
@@ -96,11 +169,75 @@ class OnnxExport:
         if not faults:
             self._finish(tape, z, loss)
             faults += self._opset_faults(tape)
+            faults += self._clashes(tape, inputs)
         if faults:
             raise ExportRefused(faults)
-        return tape.to_model([self.input_name], [self.output_name],
-                             metadata=self._metadata(network), graph_name="deepsharp",
-                             producer=("deepsharp", deepsharp.__version__))
+        metadata = self._metadata(network)
+        if prepare is not None:
+            metadata[META_PREPARATION] = preparation_metadata(prepare, self.input_name)
+        return self.model_of(tape, inputs, metadata)
+
+    def _save(self, network: Module, loss: Loss, path: Path) -> None:
+        plan = None if self.quantize else ExternalData(data_path(path).name)
+        self._plan = plan
+        try:
+            model = self._model(network, loss)
+        finally:
+            self._plan = None
+        if plan is not None and plan.arrays:
+            size = plan.inline_size(model)
+            if size > LIMIT and self.external_data is False:
+                raise ExportRefused([f"the graph with its weights inside would take {size:,} "
+                                     f"bytes, past protobuf's limit of {LIMIT:,}: "
+                                     f"external_data=False refuses it"])
+            if self.external_data is not True and size <= LIMIT:
+                plan.inline(model)
+        graph_bytes, data_bytes = write_files(model, plan, path)
+        self.report = self._report(path, graph_bytes, data_bytes, network, loss)
+
+    def _form_faults(self, tape: Tape) -> list[str]:
+        faults = []
+        payload = sum(array.nbytes for array in tape.initializers.values())
+        if self._plan is None and (self.external_data is True or payload > LIMIT):
+            why = ("external_data=True" if self.external_data is True else
+                   f"the weights take {payload:,} bytes, past protobuf's limit of {LIMIT:,}, so")
+            faults.append(f"{why} the graph is written with its weights beside it as external "
+                          f"data, which needs a path: write(network, loss, 'model.onnx')"
+                          + (" (quantize='dynamic' takes graphs under that limit)"
+                             if self.quantize else ""))
+        if self.weights == "float16":
+            faults += forms.float16_faults(tape)
+        if self.quantize:
+            if self.max_opset is not None and self.max_opset < forms.QUANTIZE_OPSET:
+                faults.append(f"quantize='dynamic' writes operator set {forms.QUANTIZE_OPSET} or "
+                              f"newer, above max_opset {self.max_opset}")
+            faults += forms.quantize_faults(tape)
+        return faults
+
+    def _form(self) -> str:
+        return ("int8 weights (dynamic)" if self.quantize else
+                "float16 weights" if self.weights == "float16" else "float32")
+
+    def _report(self, graph: bytes | Path, graph_bytes: int, data_bytes: int, network: Module,
+                loss: Loss) -> ExportReport:
+        difference = rows = None
+        if self.compare_on is not None:
+            ids = getattr(network, "input_dtype", None) == "int64" or (
+                isinstance(network, Network) and network.steps
+                and network.steps[0].spec.input_dtype == "int64")
+            difference, rows = largest_difference(
+                graph, network, loss, self._prepare_of(network), self.compare_on,
+                self.input_name, np.int64 if ids else np.float32)
+        return ExportReport(self._form(), graph_bytes, data_bytes, difference, rows)
+
+    def _prepare_of(self, network: Module) -> Any:
+        return self.prepare if self.prepare is not None else getattr(network, "preparation", None)
+
+    @staticmethod
+    def _clashes(tape: Tape, inputs: Sequence[str]) -> list[str]:
+        made = {o for node in tape.nodes for o in node.outputs} | set(tape.initializers)
+        return [f"prepare: the input {name!r} has the name of a value the graph makes; rename "
+                f"that column" for name in inputs if name in made]
 
     # -- the walk -----------------------------------------------------------------------------------
     def write_steps(self, tape: Tape, steps: Sequence[Step], x: Value) -> Value:
@@ -154,6 +291,15 @@ class OnnxExport:
         if isinstance(network, Network) and network.input_shape != self.shape:
             return [f"the network takes examples of shape {network.input_shape}, the export was "
                     f"asked for {self.shape}"]
+        prepare = self._prepare_of(network)
+        if prepare is not None:
+            if not isinstance(network, Network):
+                return [f"prepare is written in front of a layer stack (a Network); "
+                        f"{type(network).__name__} is written as code: prepare its rows before "
+                        f"the graph, or take the preparation into its forward"]
+            rows = self.shape.rank == 1 and (not network.steps
+                                             or network.steps[0].spec.input_dtype == "float32")
+            return preparation_faults(prepare, self.shape[0] if rows else None)
         return []
 
     def _input(self, network: Network, tape: Tape) -> Value:
