@@ -25,10 +25,10 @@ def category_block(x: Any, who: str, width: int | None = None) -> np.ndarray:
     """`x` as a (rows, columns) block of int64 or str categories, or a PreparationError."""
     array = np.asarray(x)
     if array.dtype.kind == "O":
-        bad = next((v for v in array.ravel() if not isinstance(v, str)), None)
-        if bad is not None or array.size == 0:
+        bad = [v for v in array.ravel() if not isinstance(v, str)][:1]
+        if bad:
             raise PreparationError(f"{who}: categories must be strings or integers; the object "
-                                   f"array holds {bad!r} (give a missing category as a string, "
+                                   f"array holds {bad[0]!r} (give a missing category as a string, "
                                    f"such as '')")
         array = array.astype(str)
     if array.dtype.kind in "iu":

@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO, Sequence
 
-import numpy as np
 import onnx
 from onnx import TensorProto
 
@@ -29,12 +28,13 @@ from deepsharp.shape import Shape
 from deepsharp_export_onnx.errors import ExportRefused
 from deepsharp_export_onnx.graph import Tape
 from deepsharp_export_onnx.values import Value
-from deepsharp_export_onnx.write import forms
-from deepsharp_export_onnx.write.external import LIMIT, ExternalData, data_path, write_files
+from deepsharp_export_onnx.write import deploy
+from deepsharp_export_onnx.write.external import ExternalData
+from deepsharp_export_onnx.write.forms import option_faults
 from deepsharp_export_onnx.write.preparation import (
-    META_PREPARATION, preparation_faults, preparation_metadata, write_preparation,
+    META_PREPARATION, input_clashes, preparation_faults, preparation_metadata, write_preparation,
 )
-from deepsharp_export_onnx.write.report import ExportReport, largest_difference
+from deepsharp_export_onnx.write.report import ExportReport
 from deepsharp_export_onnx.write.writers import WRITERS, Refusal, Writing, writer_for
 from deepsharp_export_onnx.write.writers.outputs import OUTPUT_WRITERS
 from layout import Order, permute_dims, to_channels_first, to_channels_last
@@ -88,7 +88,7 @@ class OnnxExport:
                  compare_on: Any = None) -> None:
         if not isinstance(shape, Shape):
             raise TypeError(f"OnnxExport: shape must be a Shape, received {shape!r}")
-        faults = forms.option_faults(weights, quantize, external_data)
+        faults = option_faults(weights, quantize, external_data)
         if faults:
             raise ExportRefused(faults)
         self.shape = shape
@@ -110,7 +110,7 @@ class OnnxExport:
         the weights go beside it when the graph needs external data). A refused network writes
         nothing."""
         if isinstance(target, (str, os.PathLike)):
-            self._save(network, loss, Path(target))
+            deploy.save(self, network, loss, Path(target))
             return
         data = self.to_bytes(network, loss)
         target.write(data)
@@ -122,32 +122,21 @@ class OnnxExport:
         except Exception as error:  # protobuf's EncodeError / ValueError past 2 GiB
             raise ExportRefused([f"the graph cannot be one protobuf message ({error}): write it "
                                  f"to a path, with its weights as external data"]) from None
-        self.report = self._report(data, len(data), 0, network, loss)
+        self.report = deploy.report(self, data, len(data), 0, network, loss)
         return data
 
     def to_model(self, network: Module, loss: Loss) -> onnx.ModelProto:
         model = self._model(network, loss)
         data = model.SerializeToString(deterministic=True) if self.compare_on is not None else b""
-        self.report = self._report(data, model.ByteSize(), 0, network, loss)
+        self.report = deploy.report(self, data, model.ByteSize(), 0, network, loss)
         return model
 
     def model_of(self, tape: Tape, inputs: Sequence[str], metadata: dict[str, str]) -> onnx.ModelProto:
         """The finished tape as the ModelProto of the form asked (float16 weights, int8 weights,
         weights planned as external data); refused by name when the form cannot hold it."""
-        faults = self._form_faults(tape)
-        if faults:
-            raise ExportRefused(faults)
-        if self.weights == "float16":
-            forms.to_float16(tape)
-        opset = max(tape.needed_opset(), forms.QUANTIZE_OPSET) if self.quantize else None
-        model = tape.to_model(list(inputs), [self.output_name], opset=opset, metadata=metadata,
-                              graph_name="deepsharp", producer=("deepsharp", deepsharp.__version__),
-                              tensor=self._plan)
-        if self.quantize:
-            model = forms.quantize_dynamic(model, tape.weights)
-        return model
+        return deploy.finish(self, tape, inputs, metadata)
 
-    # -- the forms --------------------------------------------------------------------------------
+    # -- the network --------------------------------------------------------------------------------
     def _model(self, network: Module, loss: Loss) -> onnx.ModelProto:
         faults = self._preconditions(network, loss)
         if faults:
@@ -169,7 +158,7 @@ class OnnxExport:
         if not faults:
             self._finish(tape, z, loss)
             faults += self._opset_faults(tape)
-            faults += self._clashes(tape, inputs)
+            faults += input_clashes(tape, inputs)
         if faults:
             raise ExportRefused(faults)
         metadata = self._metadata(network)
@@ -177,67 +166,8 @@ class OnnxExport:
             metadata[META_PREPARATION] = preparation_metadata(prepare, self.input_name)
         return self.model_of(tape, inputs, metadata)
 
-    def _save(self, network: Module, loss: Loss, path: Path) -> None:
-        plan = None if self.quantize else ExternalData(data_path(path).name)
-        self._plan = plan
-        try:
-            model = self._model(network, loss)
-        finally:
-            self._plan = None
-        if plan is not None and plan.arrays:
-            size = plan.inline_size(model)
-            if size > LIMIT and self.external_data is False:
-                raise ExportRefused([f"the graph with its weights inside would take {size:,} "
-                                     f"bytes, past protobuf's limit of {LIMIT:,}: "
-                                     f"external_data=False refuses it"])
-            if self.external_data is not True and size <= LIMIT:
-                plan.inline(model)
-        graph_bytes, data_bytes = write_files(model, plan, path)
-        self.report = self._report(path, graph_bytes, data_bytes, network, loss)
-
-    def _form_faults(self, tape: Tape) -> list[str]:
-        faults = []
-        payload = sum(array.nbytes for array in tape.initializers.values())
-        if self._plan is None and (self.external_data is True or payload > LIMIT):
-            why = ("external_data=True" if self.external_data is True else
-                   f"the weights take {payload:,} bytes, past protobuf's limit of {LIMIT:,}, so")
-            faults.append(f"{why} the graph is written with its weights beside it as external "
-                          f"data, which needs a path: write(network, loss, 'model.onnx')"
-                          + (" (quantize='dynamic' takes graphs under that limit)"
-                             if self.quantize else ""))
-        if self.weights == "float16":
-            faults += forms.float16_faults(tape)
-        if self.quantize:
-            if self.max_opset is not None and self.max_opset < forms.QUANTIZE_OPSET:
-                faults.append(f"quantize='dynamic' writes operator set {forms.QUANTIZE_OPSET} or "
-                              f"newer, above max_opset {self.max_opset}")
-            faults += forms.quantize_faults(tape)
-        return faults
-
-    def _form(self) -> str:
-        return ("int8 weights (dynamic)" if self.quantize else
-                "float16 weights" if self.weights == "float16" else "float32")
-
-    def _report(self, graph: bytes | Path, graph_bytes: int, data_bytes: int, network: Module,
-                loss: Loss) -> ExportReport:
-        difference = rows = None
-        if self.compare_on is not None:
-            ids = getattr(network, "input_dtype", None) == "int64" or (
-                isinstance(network, Network) and network.steps
-                and network.steps[0].spec.input_dtype == "int64")
-            difference, rows = largest_difference(
-                graph, network, loss, self._prepare_of(network), self.compare_on,
-                self.input_name, np.int64 if ids else np.float32)
-        return ExportReport(self._form(), graph_bytes, data_bytes, difference, rows)
-
     def _prepare_of(self, network: Module) -> Any:
         return self.prepare if self.prepare is not None else getattr(network, "preparation", None)
-
-    @staticmethod
-    def _clashes(tape: Tape, inputs: Sequence[str]) -> list[str]:
-        made = {o for node in tape.nodes for o in node.outputs} | set(tape.initializers)
-        return [f"prepare: the input {name!r} has the name of a value the graph makes; rename "
-                f"that column" for name in inputs if name in made]
 
     # -- the walk -----------------------------------------------------------------------------------
     def write_steps(self, tape: Tape, steps: Sequence[Step], x: Value) -> Value:

@@ -186,3 +186,11 @@ def preparation_metadata(prepare: Preparation, input_name: str) -> str:
         "columns": [{"name": c.name, "vector": c.vector,
                      "steps": [s.kind for s in _steps(c.prepare)]} for c in columns.columns],
     }, sort_keys=True)
+
+
+def input_clashes(tape: Tape, inputs: list[str]) -> list[str]:
+    """A column named as a value the graph makes (a node's output, a constant) cannot be an
+    input too."""
+    made = {o for node in tape.nodes for o in node.outputs} | set(tape.initializers)
+    return [f"prepare: the input {name!r} has the name of a value the graph makes; rename that "
+            f"column" for name in inputs if name in made]
