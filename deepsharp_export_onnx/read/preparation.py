@@ -56,6 +56,12 @@ class Cursor:
             raise _Unread(f"{GraphView.label(node)}: input {index} must be a constant")
         return array
 
+    def cast_to_float(self, value: str) -> onnx.NodeProto:
+        cast = self.next("Cast", value)
+        if GraphView.attrs(cast).get("to") != TensorProto.FLOAT:
+            raise _Unread(f"{GraphView.label(cast)}: must cast to float")
+        return cast
+
     def moved(self, node: onnx.NodeProto, width: int | None = None) -> None:
         self.value = node.output[0]
         self.width = self.width if width is None else width
@@ -114,8 +120,8 @@ def _positions(c: Cursor, unknown: int | None) -> tuple[list[np.ndarray], list[s
     if c.width == 1:
         columns.append(c.value)
     else:
-        gathers = [n for n in c.view.open_consumers(c.value)
-                   if n.op_type == "Gather" and n.input[0] == c.value]
+        gathers = [n for n in c.view.open_consumers(c.value) if n.op_type == "Gather"
+                   and n.input[0] == c.value and GraphView.attrs(n).get("axis") == 1]
         gathers.sort(key=lambda n: int(c.constant(n, 1).ravel()[0]))
         if [int(c.constant(n, 1).ravel()[0]) for n in gathers] != list(range(c.width)):
             raise _Unread(f"value {c.value!r}: expected one Gather of each of its {c.width} "
@@ -160,8 +166,7 @@ def _one_hot(c: Cursor) -> Preparation:
         equal = c.next("Equal", position)
         if not np.array_equal(c.constant(equal, 1), np.arange(len(k))):
             raise _Unread(f"{GraphView.label(equal)}: must compare with the positions 0..{len(k) - 1}")
-        cast = c.next("Cast", equal.output[0])
-        hot.append(cast.output[0])
+        hot.append(c.cast_to_float(equal.output[0]).output[0])
     step = OneHot(tuple(categories))
     last = _joined(c, hot)
     c.value, c.width = (last.output[0] if last is not None else hot[0]), step.width_out
@@ -172,7 +177,7 @@ def _one_hot(c: Cursor) -> Preparation:
 def _index(c: Cursor) -> Preparation:
     categories, positions, unknown = _positions(c, None)
     joined = _joined(c, positions)
-    cast = c.next("Cast", joined.output[0] if joined is not None else positions[0])
+    cast = c.cast_to_float(joined.output[0] if joined is not None else positions[0])
     c.moved(cast, len(positions))
     return IndexEncoder(tuple(categories), unknown)
 

@@ -19,12 +19,20 @@ from deepsharp_export_onnx.errors import ExportRefused
 from deepsharp_export_onnx.graph import Tape
 from deepsharp_export_onnx.write import forms
 from deepsharp_export_onnx.write.external import LIMIT, ExternalData, data_path, write_files
+from deepsharp_export_onnx.write.preparation import (
+    META_PREPARATION, preparation_metadata, write_in_front,
+)
 from deepsharp_export_onnx.write.report import ExportReport, largest_difference
 
 
 def finish(exporter: Any, tape: Tape, inputs: Sequence[str],
            metadata: dict[str, str]) -> onnx.ModelProto:
-    faults = form_faults(exporter, tape)
+    faults = []
+    if exporter._front is not None:  # a traced network's preparation, in front of its nodes
+        inputs, faults = write_in_front(tape, exporter._front, exporter.input_name)
+        metadata = {**metadata, META_PREPARATION: preparation_metadata(exporter._front,
+                                                                       exporter.input_name)}
+    faults += form_faults(exporter, tape)
     if faults:
         raise ExportRefused(faults)
     if exporter.weights == "float16":

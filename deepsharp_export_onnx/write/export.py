@@ -103,6 +103,7 @@ class OnnxExport:
         self.compare_on = compare_on
         self.report: ExportReport | None = None
         self._plan: ExternalData | None = None  # where the weights go, while write(path) runs
+        self._front: Any = None  # the preparation of a traced network, while it is written
 
     # -- public API -------------------------------------------------------------------------------
     def write(self, network: Module, loss: Loss, target: BinaryIO | str | os.PathLike) -> None:
@@ -144,7 +145,11 @@ class OnnxExport:
         if not isinstance(network, Network):  # written as code: traced
             from deepsharp_export_onnx.trace.lower import export_module
 
-            return export_module(self, network, loss)
+            self._front = self._prepare_of(network)  # model_of writes it in front of the trace
+            try:
+                return export_module(self, network, loss)
+            finally:
+                self._front = None
         tape = Tape()
         prepare = self._prepare_of(network)
         if prepare is not None:
@@ -223,12 +228,11 @@ class OnnxExport:
                     f"asked for {self.shape}"]
         prepare = self._prepare_of(network)
         if prepare is not None:
-            if not isinstance(network, Network):
-                return [f"prepare is written in front of a layer stack (a Network); "
-                        f"{type(network).__name__} is written as code: prepare its rows before "
-                        f"the graph, or take the preparation into its forward"]
-            rows = self.shape.rank == 1 and (not network.steps
-                                             or network.steps[0].spec.input_dtype == "float32")
+            if isinstance(network, Network):
+                dtype = network.steps[0].spec.input_dtype if network.steps else "float32"
+            else:
+                dtype = getattr(network, "input_dtype", "float32")
+            rows = self.shape.rank == 1 and dtype == "float32"
             return preparation_faults(prepare, self.shape[0] if rows else None)
         return []
 

@@ -194,3 +194,21 @@ def input_clashes(tape: Tape, inputs: list[str]) -> list[str]:
     made = {o for node in tape.nodes for o in node.outputs} | set(tape.initializers)
     return [f"prepare: the input {name!r} has the name of a value the graph makes; rename that "
             f"column" for name in inputs if name in made]
+
+
+def write_in_front(tape: Tape, prepare: Preparation, input_name: str) -> tuple[list[str], list[str]]:
+    """Write `prepare` in front of the nodes already on `tape` (a traced network's, reading
+    `input_name`): the network reads the prepared rows instead. Returns the graph's inputs and
+    the names both would make (faults)."""
+    front = Tape()
+    x, inputs = write_preparation(front, prepare, input_name)
+    made = {o for node in tape.nodes for o in node.outputs} | set(tape.initializers)
+    faults = [f"prepare: the preparation's value {name!r} is also a value of the network"
+              for name in sorted(({o for n in front.nodes for o in n.outputs}
+                                  | set(front.initializers)) & made)]
+    tape.annotations.pop(input_name, None)
+    tape.rename(input_name, x.name)
+    tape.nodes[:0] = front.nodes
+    tape.initializers = {**front.initializers, **tape.initializers}
+    tape.annotations.update(front.annotations)
+    return inputs, faults + input_clashes(tape, inputs)

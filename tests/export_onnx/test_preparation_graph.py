@@ -169,16 +169,25 @@ def test_a_column_named_as_a_value_of_the_graph_is_refused():
     assert "input 'output'" in str(refused.value)
 
 
-def test_a_network_written_as_code_takes_its_preparation_in_forward():
-    from deepsharp import Module
+def test_a_network_written_as_code_takes_raw_rows_too():
+    from deepsharp import Module, Parameter
 
-    class Tiny(Module):
+    table = _table()
+    prepare = Columns.fit(table, {"age": [FillMissing, Standardizer], "colours": OneHot})
+
+    class Affine(Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = Parameter(RNG.standard_normal((prepare.width_out, 2)).astype(np.float32))
+
         def forward(self, x):
-            return x
+            return x @ self.weight
 
-    with pytest.raises(ExportRefused) as refused:
-        OnnxExport(Shape(3), prepare=Standardizer.fit(np.ones((2, 3)))).to_bytes(Tiny(), LOSS)
-    assert "Tiny is written as code" in str(refused.value)
+    module = Affine()
+    data = OnnxExport(Shape(prepare.width_out), prepare=prepare).to_bytes(module, CrossEntropy())
+    assert_valid(onnx.load_from_string(data))
+    for rows in (table, _unseen(table)):
+        _hold(data, module, prepare, rows, prepare.inputs(rows), CrossEntropy())
 
 
 def test_a_preparation_the_nodes_do_not_hold_is_refused_on_import():
