@@ -65,7 +65,7 @@ def table(name: str, network, loss, prepare, rows, answers) -> list[dict]:
 
 def main() -> list[dict]:
     rows = table("demo (breast cancer)", *demo()) + table("cnn (benchmarks)", *cnn())
-    print(f"| network | form | bytes | largest difference | held-out accuracy |")
+    print("| network | form | bytes | largest difference | held-out accuracy |")
     print("|---|---|---:|---:|---:|")
     for row in rows:
         accuracy = f"{row['accuracy']:.3f}" if "accuracy" in row else "-"

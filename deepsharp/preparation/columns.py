@@ -22,9 +22,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from deepsharp.errors import PreparationError
-from deepsharp.preparation.base import (
-    CATEGORIES, NUMBERS, Preparation, frozen_array,
-)
+from deepsharp.preparation.base import CATEGORIES, Preparation, frozen_array
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,6 +227,3 @@ def as_columns(prepare: Preparation, name: str) -> Columns:
         return prepare
     return Columns((Column(name, prepare, False),))
 
-
-__all__ = ["Chain", "Column", "Columns", "SelectColumns", "as_columns", "fit_chain",
-           "NUMBERS", "CATEGORIES"]

@@ -25,7 +25,7 @@ from deepsharp.preparation import (
 )
 from deepsharp_export_onnx.errors import ImportRefused
 from deepsharp_export_onnx.read.readers.view import GraphView
-from deepsharp_export_onnx.write.preparation import META_PREPARATION, ML
+from deepsharp_export_onnx.write.preparation import META_PREPARATION
 
 
 class _Unread(Exception):
@@ -78,20 +78,22 @@ def reads(kind: str) -> Callable[[Reader], Reader]:
     return register
 
 
+def _two_constants(c: Cursor, first: str, second: str) -> tuple[np.ndarray, np.ndarray]:
+    """x -> second(first(x, a), b): the constants a and b."""
+    one = c.next(first)
+    two = c.next(second, one.output[0])
+    c.moved(two)
+    return c.constant(one, 1), c.constant(two, 1)
+
+
 @reads(Standardizer.kind)
 def _standardizer(c: Cursor) -> Preparation:
-    sub = c.next("Sub")
-    div = c.next("Div", sub.output[0])
-    c.moved(div)
-    return Standardizer(c.constant(sub, 1), c.constant(div, 1))
+    return Standardizer(*_two_constants(c, "Sub", "Div"))
 
 
 @reads(MinMaxScaler.kind)
 def _min_max(c: Cursor) -> Preparation:
-    mul = c.next("Mul")
-    add = c.next("Add", mul.output[0])
-    c.moved(add)
-    return MinMaxScaler(c.constant(mul, 1), c.constant(add, 1))
+    return MinMaxScaler(*_two_constants(c, "Mul", "Add"))
 
 
 @reads(FillMissing.kind)

@@ -50,13 +50,14 @@ def form_faults(exporter: Any, tape: Tape) -> list[str]:
     """What the form asked cannot hold, or where it cannot go (a stream, past 2 GiB)."""
     faults = []
     payload = sum(array.nbytes for array in tape.initializers.values())
-    if exporter._plan is None and (exporter.external_data is True or payload > LIMIT):
+    if exporter.quantize and payload > LIMIT:
+        faults.append(f"the weights take {payload:,} bytes, past protobuf's limit of {LIMIT:,}: "
+                      f"quantize='dynamic' takes graphs under that limit")
+    elif exporter._plan is None and (exporter.external_data is True or payload > LIMIT):
         why = ("external_data=True puts the weights beside the graph" if exporter.external_data
                else f"the weights take {payload:,} bytes, past protobuf's limit of {LIMIT:,}: "
                     f"they go beside the graph as external data")
-        faults.append(f"{why}, which needs a path: write(network, loss, 'model.onnx')"
-                      + (" (quantize='dynamic' takes graphs under that limit)"
-                         if exporter.quantize else ""))
+        faults.append(f"{why}, which needs a path: write(network, loss, 'model.onnx')")
     if exporter.weights == "float16":
         faults += forms.float16_faults(tape)
     if exporter.quantize:

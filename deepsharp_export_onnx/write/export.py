@@ -18,7 +18,6 @@ from typing import Any, BinaryIO, Sequence
 import onnx
 from onnx import TensorProto
 
-import deepsharp
 from deepsharp.layers.base import Step
 from deepsharp.layers.composite import walk_specs
 from deepsharp.losses import Loss

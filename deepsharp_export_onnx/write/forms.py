@@ -47,6 +47,9 @@ def option_faults(weights: str, quantize: str | None, external_data: bool | None
         faults.append(f"quantize must be one of {QUANTIZE}, received {quantize!r}")
     if weights != "float32" and quantize is not None:
         faults.append(f"weights={weights!r} and quantize={quantize!r}: choose one smaller form")
+    if quantize is not None and external_data is True:
+        faults.append(f"quantize={quantize!r} and external_data=True: the int8 graph is written "
+                      f"whole (it takes graphs whose weights stay under 2 GiB)")
     if external_data not in (None, True, False):
         faults.append(f"external_data must be None (when over 2 GiB), True or False, received "
                       f"{external_data!r}")

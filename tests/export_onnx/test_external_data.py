@@ -80,7 +80,8 @@ def test_past_the_limit_the_weights_go_beside_it_by_themselves(tmp_path, monkeyp
                                     "needs a path: write(network, loss, 'model.onnx')"),
     ({}, 40_000, "the weights take 62,404 bytes, past protobuf's limit of 40,000: they go beside "
                  "the graph as external data, which needs a path"),
-    ({"quantize": "dynamic"}, 40_000, "(quantize='dynamic' takes graphs under that limit)"),
+    ({"quantize": "dynamic"}, 40_000, "past protobuf's limit of 40,000: quantize='dynamic' takes "
+                                      "graphs under that limit"),
 ])
 def test_a_stream_cannot_take_external_data(options, limit, message, monkeypatch):
     if limit:

@@ -36,12 +36,13 @@ def _rows(shape: Shape, count: int = 32) -> np.ndarray:
 
 
 def _export(case: str, **options):
+    """The case's network, loss and rows; the export asked and its bytes; the float32 bytes."""
     (spec, shape, loss), *_ = CASES[case]
     network = spec.lower(shape, RandomStream(2))
     rows = _rows(shape)
     export = OnnxExport(shape, compare_on=rows, **options)
     data = export.to_bytes(network, loss)
-    return network, loss, rows, export, data
+    return network, loss, rows, export, data, OnnxExport(shape).to_bytes(network, loss)
 
 
 def _weight_bytes(data: bytes, slots: set[str]) -> int:
@@ -52,8 +53,7 @@ def _weight_bytes(data: bytes, slots: set[str]) -> int:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_float16_weights_halve_the_graph_within_the_bound(case):
     _, half, _ = CASES[case]
-    network, loss, rows, export, data = _export(case, weights="float16")
-    full = OnnxExport(network.input_shape).to_bytes(network, loss)
+    network, loss, rows, export, data, full = _export(case, weights="float16")
     model = onnx.load_from_string(data)
     assert_valid(model)
     halves = {t.name for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT16}
@@ -72,7 +72,7 @@ def test_float16_weights_halve_the_graph_within_the_bound(case):
 
 
 def test_float16_keeps_the_graphs_own_constants_float32():
-    network, _, _, _, data = _export("encoder", weights="float16")
+    *_, data, _ = _export("encoder", weights="float16")
     model = onnx.load_from_string(data)
     left_out = [t for t in model.graph.initializer if t.name.endswith("left_out")]
     assert left_out and all(t.data_type == onnx.TensorProto.FLOAT for t in left_out)  # -1e9
@@ -107,8 +107,7 @@ def test_float16_weights_of_a_network_written_as_code():
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_int8_weights_through_onnx_runtime_within_the_bound(case):
     _, _, bound = CASES[case]
-    network, loss, rows, export, data = _export(case, quantize="dynamic")
-    full = OnnxExport(network.input_shape).to_bytes(network, loss)
+    *_, export, data, full = _export(case, quantize="dynamic")
     model = onnx.load_from_string(data)
     ops = {n.op_type for n in model.graph.node}
     assert ops & {"MatMulInteger", "ConvInteger", "DynamicQuantizeLSTM", "DequantizeLinear"}
@@ -146,6 +145,7 @@ def test_int8_needs_onnx_runtime_and_says_so(monkeypatch):
     ({"quantize": "static"}, "quantize must be one of (None, 'dynamic'), received 'static'"),
     ({"weights": "float16", "quantize": "dynamic"}, "choose one smaller form"),
     ({"external_data": "yes"}, "external_data must be None (when over 2 GiB), True or False"),
+    ({"quantize": "dynamic", "external_data": True}, "the int8 graph is written whole"),
 ])
 def test_options_are_checked_when_made(options, message):
     with pytest.raises(ExportRefused) as refused:
@@ -166,3 +166,17 @@ def test_the_report_without_rows_gives_the_size_only():
     data = export.to_bytes(network, MLP[2])
     assert export.report.size == len(data) and export.report.largest_difference is None
     assert str(export.report) == f"float32: {len(data):,} bytes"
+
+
+@pytest.mark.parametrize("options", [{"weights": "float16"}, {"quantize": "dynamic"}])
+def test_the_preparation_in_front_stays_float32(options):
+    from deepsharp.preparation import Columns, FillMissing, OneHot, Standardizer
+
+    table = {"a": RNG.normal(size=40).astype(np.float32), "c": np.array(["x", "y"] * 20)}
+    prepare = Columns.fit(table, {"a": [FillMissing, Standardizer], "c": OneHot})
+    network = Sequential().dense(16).relu().dense(1).lower(Shape(3), RandomStream(0))
+    export = OnnxExport(Shape(3), prepare=prepare, compare_on=table, **options)
+    model = onnx.load_from_string(export.to_bytes(network, BinaryCrossEntropy()))
+    kept = {t.name: t.data_type for t in model.graph.initializer if t.name.startswith("prepare")}
+    assert kept["prepare.a.1.standardizer/mean"] == onnx.TensorProto.FLOAT
+    assert export.report.largest_difference <= 5e-2
