@@ -12,7 +12,7 @@ from deepsharp.callbacks import (
     Callback, CSVLogger, EarlyStopping, History, ModelCheckpoint, ReduceLROnPlateau,
 )
 from deepsharp.errors import (
-    DataError, DeepsharpError, MissingExtra, OpError, SaveError, ShapeError, SpecError,
+    DataError, DeepsharpError, MissingExtra, OpError, PreparationError, SaveError, ShapeError, SpecError,
     StateError, TargetError, TrainingError,
 )
 from deepsharp.io import (
@@ -37,7 +37,7 @@ __all__ = [
     "ModelCheckpoint", "Precision", "R2", "Recall", "ReduceLROnPlateau", "TopKAccuracy",
     "Adam", "AdamW", "BinaryCrossEntropy", "Callback", "Cosine", "CrossEntropy", "DeepsharpError",
     "EarlyStopping", "ExponentialDecay", "History", "LinearWarmup", "Loss", "MeanSquaredError",
-    "Module", "Network", "OpError", "Optimizer", "Parameter", "RMSprop", "RandomStream", "SGD",
+    "Module", "Network", "OpError", "Optimizer", "Parameter", "PreparationError", "RMSprop", "RandomStream", "SGD",
     "SaveError", "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
     "TargetError", "Tensor", "TraceErrorKind", "TraceException", "TracedModel", "Tracer",
     "TrainingError", "float64", "functional", "load", "load_checkpoint", "load_state_dict",

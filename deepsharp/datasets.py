@@ -1,4 +1,5 @@
-"""Data sets bundled with the package, and the two chores every tabular run needs.
+"""Data sets bundled with the package, and the chores every tabular run needs (a split; the
+`Standardizer` lives with the other preparation steps in `deepsharp.preparation`).
 
 `load_breast_cancer()` is the Wisconsin diagnostic breast cancer data (569 tumours, 30
 measurements of cell nuclei, label 1 = malignant), as scikit-learn ships it, stored as CSV.
@@ -14,6 +15,7 @@ from importlib import resources
 
 import numpy as np
 
+from deepsharp.preparation import Standardizer  # noqa: F401  (kept importable from here)
 from deepsharp.random import RandomStream
 
 
@@ -53,20 +55,3 @@ def split(x: np.ndarray, y: np.ndarray, held_out: float, random: RandomStream,
     mask = np.zeros(len(y), bool)
     mask[held] = True
     return x[~mask], y[~mask], x[mask], y[mask]
-
-
-@dataclass(frozen=True)
-class Standardizer:
-    """x -> (x - mean) / std, with mean and std of the training rows. A graph does not hold this
-    step: rows are standardised before they are handed to the network or the runtime."""
-
-    mean: np.ndarray
-    std: np.ndarray
-
-    @classmethod
-    def fit(cls, x: np.ndarray) -> "Standardizer":
-        std = x.std(axis=0)
-        return cls(x.mean(axis=0), np.where(std > 0, std, 1.0))
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        return ((x - self.mean) / self.std).astype(np.float32)

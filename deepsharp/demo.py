@@ -2,8 +2,10 @@
 
 1. The Wisconsin breast cancer data (569 tumours, 30 measurements): a stratified fifth is held
    out, the rest standardised and split again for early stopping; a dense network learns to tell
-   malignant from benign, the held-out accuracy is printed, the graph is written and run in ONNX
-   Runtime, and the largest difference from `network.predict` is printed.
+   malignant from benign, the held-out accuracy is printed, the graph is written with the
+   standardisation inside it and run in ONNX Runtime on the raw measurements, the largest
+   difference from `network.predict` of the standardised rows is printed, and the graph's size
+   and difference with float16 and int8 weights.
 2. Handwritten digits (see `deepsharp.demo_digits`): a validation split, macro F1 and top-2
    accuracy beside accuracy, and the best epoch's weights kept by a checkpoint.
 
@@ -68,7 +70,7 @@ def _cancer(args: argparse.Namespace) -> int:
     x_train, y_train, x_test, y_test = split(data.x, data.y, 0.2, random)
     scale = Standardizer.fit(x_train)
     x_fit, y_fit, x_val, y_val = split(scale(x_train), y_train, 0.15, RandomStream(args.seed + 1))
-    x_test = scale(x_test)
+    raw_test, x_test = x_test, scale(x_test)
     print(f"breast cancer: {len(data.y)} tumours, {len(data.features)} measurements; training on "
           f"{len(y_fit)}, early-stopping on {len(y_val)}, holding out {len(y_test)}")
 
@@ -91,13 +93,43 @@ def _cancer(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("wb") as stream:
-        OnnxExport(Shape(len(data.features)), features=list(data.features)).write(network, loss, stream)
-    print(f"wrote {out} ({out.stat().st_size:,} bytes)")
-    return _check_in_runtime(out, network, loss, x_test)
+    OnnxExport(Shape(len(data.features)), features=list(data.features), prepare=scale).write(
+        network, loss, out)
+    print(f"wrote {out} ({out.stat().st_size:,} bytes): the standardisation, the network and "
+          f"its sigmoid; the graph takes raw measurements")
+    _show_raw_rows(out, raw_test, data.features)
+    status = _check_in_runtime(out, network, loss, raw_test, scale)
+    _smaller(network, loss, scale, raw_test, out)
+    return status
 
 
-def _check_in_runtime(path: Path, network, loss, x_test: np.ndarray) -> int:
+def _show_raw_rows(path: Path, raw_test: np.ndarray, features) -> None:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    shown = [0, 1, 2, 3]  # radius, texture, perimeter, area: raw, as a laboratory measures them
+    print("raw rows answered by the graph:")
+    print("  " + "  ".join(f"{features[i][:14]:>14}" for i in shown) + "   ...   P(malignant)")
+    answers = session.run(None, {"input": raw_test[:3]})[0]
+    for row, answer in zip(raw_test[:3], answers):
+        print("  " + "  ".join(f"{row[i]:>14.2f}" for i in shown) + f"   ...   {answer[0]:.4f}")
+
+
+def _smaller(network, loss, scale, raw_test: np.ndarray, out: Path) -> None:
+    """The same graph with float16 weights and with int8 weights, on the held-out rows."""
+    from deepsharp_export_onnx import OnnxExport
+
+    print("smaller graphs (held-out rows, raw):")
+    for options, suffix in (({}, ""), ({"weights": "float16"}, ".float16"),
+                            ({"quantize": "dynamic"}, ".int8")):
+        export = OnnxExport(network.input_shape, prepare=scale, compare_on=raw_test, **options)
+        export.write(network, loss, out.with_suffix(f"{suffix}.onnx"))
+        print(f"  {export.report}")
+
+
+def _check_in_runtime(path: Path, network, loss, x_test: np.ndarray, prepare=None) -> int:
+    """The graph's answers against `network.predict` (of `prepare(x_test)`, when the graph holds
+    the preparation and takes `x_test` raw)."""
     import onnx
     import onnxruntime as ort
 
@@ -107,9 +139,11 @@ def _check_in_runtime(path: Path, network, loss, x_test: np.ndarray) -> int:
     worst = 0.0
     for batch in (x_test, x_test[:1], x_test[:7]):
         got = session.run(None, {"input": batch})[0]
-        worst = max(worst, float(np.abs(got - network.predict(batch, loss)).max()))
+        expected = network.predict(prepare(batch) if prepare is not None else batch, loss)
+        worst = max(worst, float(np.abs(got - expected).max()))
+    rows = " (of the standardised rows)" if prepare is not None else ""
     print(f"ONNX Runtime {ort.__version__}, opset {model.opset_import[0].version}, IR "
-          f"{model.ir_version}: largest difference from network.predict: {worst:.3g} "
+          f"{model.ir_version}: largest difference from network.predict: {worst:.3g}{rows} "
           f"(batches of {len(x_test)}, 1 and 7)")
     if worst > TOLERANCE:
         print(f"FAILED: the graph differs from the network by more than {TOLERANCE}")

@@ -25,6 +25,11 @@ class TargetError(DeepsharpError, ValueError):
     """The answers given to `fit` do not suit the loss."""
 
 
+class PreparationError(DeepsharpError, ValueError):
+    """A preparation step cannot be made, fitted or applied as asked ("Standardizer: expects a
+    block of shape (rows, 30), received shape (5, 29)")."""
+
+
 class TrainingError(DeepsharpError, RuntimeError):
     """Training cannot go on (a non-finite loss names its epoch and batch)."""
 

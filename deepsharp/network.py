@@ -31,6 +31,7 @@ class Network(Module):
         object.__setattr__(self, "input_shape", input_shape)
         object.__setattr__(self, "features", tuple(features) if features else None)
         object.__setattr__(self, "input_checks", ())
+        object.__setattr__(self, "preparation", None)  # what raw rows go through first
         for step in steps:
             self.add_module(step.place.rsplit(".", 1)[-1], step)
 
@@ -52,6 +53,13 @@ class Network(Module):
 
     def with_features(self, features: Sequence[str] | None) -> "Network":
         object.__setattr__(self, "features", tuple(features) if features else None)
+        return self
+
+    def with_preparation(self, preparation: Any) -> "Network":
+        """Carry the fitted preparation (`deepsharp.preparation`) the network was trained behind:
+        a graph read back gives it here, and exporting writes it in front again. The network
+        itself still takes prepared rows."""
+        object.__setattr__(self, "preparation", preparation)
         return self
 
     def with_input_check(self, check: Callable[[np.ndarray], None]) -> "Network":

@@ -22,7 +22,8 @@ Readers never call writers: both call `layout/` and the tape.
 from deepsharp_export_onnx.check.annotations import check_annotations, check_inputs, run_annotation_check
 from deepsharp_export_onnx.errors import AnnotationViolation, ExportRefused, ImportRefused, OnnxError
 from deepsharp_export_onnx.write.export import OnnxExport
+from deepsharp_export_onnx.write.report import ExportReport
 from deepsharp_export_onnx.read.file import OnnxFile
 
-__all__ = ["AnnotationViolation", "ExportRefused", "ImportRefused", "OnnxError", "OnnxExport",
-           "OnnxFile", "check_annotations", "check_inputs", "run_annotation_check"]
+__all__ = ["AnnotationViolation", "ExportRefused", "ExportReport", "ImportRefused", "OnnxError",
+           "OnnxExport", "OnnxFile", "check_annotations", "check_inputs", "run_annotation_check"]

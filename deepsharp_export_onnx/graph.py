@@ -25,7 +25,7 @@ Dims = tuple[int | str | None, ...]
 
 ELEM_TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
               np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.float64): TensorProto.DOUBLE,
-              np.dtype(np.int32): TensorProto.INT32}
+              np.dtype(np.int32): TensorProto.INT32, np.dtype(np.float16): TensorProto.FLOAT16}
 
 
 @dataclass
@@ -36,6 +36,7 @@ class Node:
     attrs: dict[str, Any]
     name: str
     owner: str = ""  # the step (place and kind) that wrote it, for messages
+    domain: str = ""  # "" is ONNX's own; "ai.onnx.ml" for LabelEncoder (see opsets.DOMAINS)
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Tape:
     initializers: dict[str, np.ndarray] = field(default_factory=dict)
     annotations: dict[str, tuple[int, Dims]] = field(default_factory=dict)
     owner: str = ""
+    weights: set[str] = field(default_factory=set)  # the initializers that hold trained values
 
     def _fresh(self, name: str) -> str:
         taken = {o for n in self.nodes for o in n.outputs} | set(self.initializers)
@@ -55,18 +57,22 @@ class Tape:
         return f"{name}_{suffix}"
 
     def op(self, op_type: str, inputs: Sequence[str], attrs: dict[str, Any] | None = None, *,
-           name: str, outputs: int = 1) -> Any:
+           name: str, outputs: int = 1, domain: str = "") -> Any:
         """Record a node; its output(s) are named after the node (`name`, or `name:1`...).
         An empty string in `inputs` is an omitted optional input."""
         name = self._fresh(name)
         names = [name] if outputs == 1 else [f"{name}:{i}" for i in range(outputs)]
-        self.nodes.append(Node(op_type, list(inputs), names, dict(attrs or {}), name, self.owner))
+        self.nodes.append(Node(op_type, list(inputs), names, dict(attrs or {}), name, self.owner,
+                               domain))
         return names[0] if outputs == 1 else names
 
-    def initializer(self, name: str, array: np.ndarray) -> str:
+    def initializer(self, name: str, array: np.ndarray, *, weight: bool = False) -> str:
         """A named constant (a slot's values, a table); the same name twice must hold the same
-        values."""
+        values. `weight`: it holds trained values (a slot), which a smaller form may store
+        otherwise (float16)."""
         array = np.asarray(array, order="C")  # (ascontiguousarray would make a scalar 1-D)
+        if weight:
+            self.weights.add(name)
         if name in self.initializers:
             if not np.array_equal(self.initializers[name], array):
                 raise ValueError(f"initializer {name!r} written twice with different values")
@@ -115,11 +121,12 @@ class Tape:
 
     def needed_opset(self) -> int:
         types = self.value_types()
-        return max([opsets.FLOOR] + [self.node_needs(n, types) for n in self.nodes])
+        return max([opsets.FLOOR] + [self.node_needs(n, types) for n in self.nodes
+                                     if not n.domain])
 
     def nodes_needing_more_than(self, opset: int) -> list[Node]:
         types = self.value_types()
-        return [n for n in self.nodes if self.node_needs(n, types) > opset]
+        return [n for n in self.nodes if not n.domain and self.node_needs(n, types) > opset]
 
     def _value_info(self, name: str) -> onnx.ValueInfoProto:
         elem_type, dims = self.annotations[name]
@@ -127,8 +134,12 @@ class Tape:
 
     def to_model(self, inputs: Sequence[str], outputs: Sequence[str], *, opset: int | None = None,
                  metadata: dict[str, str] | None = None, producer: tuple[str, str] = ("", ""),
-                 graph_name: str = "graph") -> onnx.ModelProto:
+                 graph_name: str = "graph", tensor: Any = None) -> onnx.ModelProto:
+        """The ModelProto, for `opset` or the oldest set holding every node. `tensor(array, name)`
+        makes each initializer's TensorProto (numpy_helper.from_array unless given: external
+        data gives one that points into a file)."""
         opset = self.needed_opset() if opset is None else opset
+        tensor = tensor or numpy_helper.from_array
         initializers = dict(self.initializers)
         node_protos = []
         for node in self.nodes:
@@ -140,8 +151,12 @@ class Tape:
             node_inputs, attrs = opsets.materialize(node.op_type, node.inputs, node.attrs, opset,
                                                     constant)
             node_protos.append(helper.make_node(node.op_type, node_inputs, node.outputs,
-                                                name=node.name, **attrs))
-        ir = opsets.ir_version(opset)
+                                                name=node.name, domain=node.domain or None,
+                                                **attrs))
+        imports = [helper.make_opsetid("", opset)] + [
+            helper.make_opsetid(domain, version)
+            for domain, version in opsets.domains_needed([(n.domain, n.op_type) for n in self.nodes])]
+        ir = opsets.ir_version(opset, imports)
         graph_inputs = [self._value_info(i) for i in inputs]
         if ir < 4:  # before IR 4 every initializer must also be a graph input
             graph_inputs += [helper.make_tensor_value_info(n, ELEM_TYPES[a.dtype], list(a.shape))
@@ -149,11 +164,10 @@ class Tape:
         special = set(inputs) | set(outputs)
         graph = helper.make_graph(
             node_protos, graph_name, graph_inputs, [self._value_info(o) for o in outputs],
-            initializer=[numpy_helper.from_array(a, n) for n, a in initializers.items()],
+            initializer=[tensor(a, n) for n, a in initializers.items()],
             value_info=[self._value_info(v) for v in self.annotations if v not in special],
         )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                                  ir_version=ir, producer_name=producer[0],
+        model = helper.make_model(graph, opset_imports=imports, ir_version=ir, producer_name=producer[0],
                                   producer_version=producer[1])
         for key, value in (metadata or {}).items():
             model.metadata_props.add(key=key, value=value)

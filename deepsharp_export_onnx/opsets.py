@@ -39,6 +39,7 @@ FIRST: dict[str, int] = {
     # a default momentum) as a training-mode normalisation by the batch's statistics
     "LayerNormalization": 17, "BatchNormalization": 14, "GroupNormalization": 21,
     "InstanceNormalization": 6, "RMSNormalization": 23,
+    "IsNaN": 9,
     "Conv": 1, "ConvTranspose": 1, "MaxPool": 8, "AveragePool": 7, "GlobalAveragePool": 1,
     "GlobalMaxPool": 1, "Pad": 2, "Resize": 11, "LSTM": 7, "GRU": 7,
 }
@@ -157,9 +158,29 @@ def needs(op_type: str, attrs: dict[str, Any], types: list[int | None] | None = 
         raise KeyError(f"opsets: no entry for operator {op_type!r}; add it to FIRST") from None
 
 
-def ir_version(opset: int) -> int:
-    """The IR version ONNX pairs with `opset` (7 -> 3, 20 -> 9)."""
-    return onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", opset)])
+def ir_version(opset: int, imports: list | None = None) -> int:
+    """The IR version ONNX pairs with `opset` (7 -> 3, 20 -> 9), or with every set `imports`
+    (OperatorSetIdProtos) names."""
+    return onnx.helper.find_min_ir_version_for(imports or [onnx.helper.make_opsetid("", opset)])
+
+
+# Operators of other domains than ONNX's own: the set of their domain each needs (LabelEncoder's
+# keys_* / values_* attributes arrive in ai.onnx.ml 2).
+DOMAINS: dict[str, dict[str, int]] = {"ai.onnx.ml": {"LabelEncoder": 2}}
+
+
+def domains_needed(nodes: list[tuple[str, str]]) -> list[tuple[str, int]]:
+    """(domain, set) for every other domain the (domain, op_type) pairs use, in name order."""
+    needed: dict[str, int] = {}
+    for domain, op_type in nodes:
+        if domain:
+            try:
+                version = DOMAINS[domain][op_type]
+            except KeyError:
+                raise KeyError(f"opsets: no entry for operator {op_type!r} of domain "
+                               f"{domain!r}; add it to DOMAINS") from None
+            needed[domain] = max(needed.get(domain, 1), version)
+    return sorted(needed.items())
 
 
 def materialize(op_type: str, inputs: list[str], attrs: dict[str, Any], opset: int,

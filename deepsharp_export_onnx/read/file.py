@@ -40,6 +40,7 @@ from deepsharp_export_onnx.write.export import (
 from deepsharp_export_onnx.read.readers import (
     FORK_READERS, PATTERN_READERS, READERS, GraphView, Read, Reading, Unreadable,
 )
+from deepsharp_export_onnx.read.preparation import split_preparation
 from deepsharp_export_onnx.read.readers.outputs import OUTPUT_READERS
 from layout import Order
 
@@ -138,6 +139,7 @@ class OnnxFile:
                                  f"{str(error)[:200]})"]) from error
 
     def _read(self, model: onnx.ModelProto) -> Network:
+        model, preparation = split_preparation(model)  # raw rows' steps, if any
         view = GraphView(model)
         x, out, shape = self._ends(view)
         faults: list[str] = []
@@ -160,7 +162,8 @@ class OnnxFile:
         network.load_state_dict(state, strict=True)
         features = json.loads(view.metadata[META_FEATURES]) if META_FEATURES in view.metadata else None
         contract = InputContract(x.name, declared_dims(x.type))
-        return network.with_features(features).with_input_check(contract)
+        return network.with_features(features).with_input_check(contract).with_preparation(
+            preparation)
 
     # -- the parts -------------------------------------------------------------------------------
     @staticmethod

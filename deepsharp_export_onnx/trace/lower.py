@@ -135,7 +135,8 @@ class Lowering:
             if name is None:
                 name = self.fresh(f"const_{self.counts['const']}")
                 self.counts["const"] += 1
-            self.names[vid] = self.tape.initializer(name, value.array)
+            self.names[vid] = self.tape.initializer(name, value.array,
+                                                    weight=value.name is not None)
         return self.names[vid]
 
     # -- the walk -----------------------------------------------------------------------------------
@@ -297,5 +298,4 @@ def export_module(exporter: Any, module: Any, loss: Any) -> onnx.ModelProto:
     metadata = {META_SHAPE: str(exporter.shape)}
     if exporter.features:
         metadata[META_FEATURES] = json.dumps(list(exporter.features))
-    return tape.to_model([exporter.input_name], [exporter.output_name], metadata=metadata,
-                         graph_name="deepsharp", producer=("deepsharp", deepsharp.__version__))
+    return exporter.model_of(tape, [exporter.input_name], metadata)  # in the form asked

@@ -10,14 +10,15 @@ raised as one `ExportRefused` before a single byte is written.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
-from typing import BinaryIO, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, Sequence
 
 import numpy as np
 import onnx
 from onnx import TensorProto
 
-import deepsharp
 from deepsharp.layers.base import Step
 from deepsharp.layers.composite import walk_specs
 from deepsharp.losses import Loss
@@ -26,7 +27,15 @@ from deepsharp.network import Network
 from deepsharp.shape import Shape
 from deepsharp_export_onnx.errors import ExportRefused
 from deepsharp_export_onnx.graph import Tape
+from deepsharp_export_onnx.write.names import name_faults
 from deepsharp_export_onnx.values import Value
+from deepsharp_export_onnx.write import deploy
+from deepsharp_export_onnx.write.external import ExternalData
+from deepsharp_export_onnx.write.forms import option_faults
+from deepsharp_export_onnx.write.preparation import (
+    META_PREPARATION, preparation_faults, preparation_metadata, write_preparation,
+)
+from deepsharp_export_onnx.write.report import ExportReport
 from deepsharp_export_onnx.write.writers import WRITERS, Refusal, Writing, writer_for
 from deepsharp_export_onnx.write.writers.outputs import OUTPUT_WRITERS
 from layout import Order, permute_dims, to_channels_first, to_channels_last
@@ -48,37 +57,6 @@ def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
     elif shape.rank == 1 and ids:
         dims = (STEPS,)
     return (BATCH, *dims)
-
-
-def name_faults(tape: Tape, inputs: Sequence[str], outputs: Sequence[tuple[str, str]]) -> list[str]:
-    """The graph's input and output names must name nothing else: an output name already taken
-    by an internal value would make the graph answer that value (`output_name="2.dense"` gave
-    logits instead of probabilities), an input name a node also produces is an invalid graph.
-
-    `outputs` pairs each requested output name with the name the tape gave the value meant
-    (different when the requested name was taken). Layer stacks and traced modules both use it.
-    """
-    faults = []
-    produced = {o: node for node in tape.nodes for o in node.outputs}
-    requested = list(inputs) + [name for name, _ in outputs]
-    for name in sorted({n for n in requested if requested.count(n) > 1}):
-        faults.append(f"the name {name!r} is given to more than one graph input or output")
-    for name in inputs:
-        if name in produced:
-            node = produced[name]
-            faults.append(f"input name {name!r} is also the name of a value inside the graph "
-                          f"(node {node.name!r}, {node.op_type}, written for "
-                          f"{node.owner or 'the graph'}); choose another input_name")
-        elif name in tape.initializers:
-            faults.append(f"input name {name!r} is also the name of a constant; choose another "
-                          f"input_name")
-    for name, written in outputs:
-        if name != written:
-            owner = produced[name].owner if name in produced else "a constant"
-            faults.append(f"output name {name!r} is already the name of a value inside the graph "
-                          f"(written for {owner or 'the graph'}), which the graph would answer "
-                          f"instead; choose another output_name")
-    return faults
 
 
 def _argument_faults(shape: Shape, features: object, max_opset: object, input_name: object,
@@ -108,15 +86,31 @@ class OnnxExport:
         features: names of what a row is made of, written as model metadata.
         max_opset: refuse a network whose nodes need a newer operator set than this.
         input_name, output_name: the graph's input and output names.
+        prepare: a fitted preparation (`deepsharp.preparation`: a step, a Chain, or Columns)
+            written in front of the network, so the graph takes raw rows (named columns are
+            inputs of their own); by default the network's own (`network.preparation`, which a
+            graph read back carries).
+        weights: "float32", or "float16" (weights stored float16, computed in float32).
+        quantize: None, or "dynamic" (int8 weights by ONNX Runtime's `quantize_dynamic`).
+        external_data: None (the weights beside the graph, in `<name>.onnx.data`, only when the
+            graph would pass protobuf's 2 GiB), True (always, when written to a path), False
+            (never: such a graph is refused).
+        compare_on: rows (raw, as `prepare` takes them) on which `report` gives the largest
+            difference between the graph's answers in ONNX Runtime and the float32 network's.
+
+    After each export, `report` (an `ExportReport`) gives the form, the size and that difference.
     """
 
     def __init__(self, shape: Shape, features: Sequence[str] | None = None,
                  max_opset: int | None = None, input_name: str = "input",
-                 output_name: str = "output") -> None:
+                 output_name: str = "output", *, prepare: Any = None, weights: str = "float32",
+                 quantize: str | None = None, external_data: bool | None = None,
+                 compare_on: Any = None) -> None:
         if not isinstance(shape, Shape):
             raise ExportRefused([f"shape must be a Shape, received {shape!r}"],
                                 headline="OnnxExport: bad arguments")
         faults = _argument_faults(shape, features, max_opset, input_name, output_name)
+        faults += option_faults(weights, quantize, external_data)
         if faults:
             raise ExportRefused(faults, headline="OnnxExport: bad arguments")
         self.shape = shape
@@ -124,39 +118,83 @@ class OnnxExport:
         self.max_opset = max_opset
         self.input_name = input_name
         self.output_name = output_name
+        self.prepare = prepare
+        self.weights = weights
+        self.quantize = quantize
+        self.external_data = external_data
+        self.compare_on = compare_on
+        self.report: ExportReport | None = None
+        self._plan: ExternalData | None = None  # where the weights go, while write(path) runs
+        self._front: Any = None  # the preparation of a traced network, while it is written
 
     # -- public API -------------------------------------------------------------------------------
-    def write(self, network: Module, loss: Loss, stream: BinaryIO) -> None:
-        """Write the graph to `stream`; a refused network writes nothing."""
+    def write(self, network: Module, loss: Loss, target: BinaryIO | str | os.PathLike) -> None:
+        """Write the graph to `target`: a binary stream, or a path (written whole or not at all;
+        the weights go beside it when the graph needs external data). A refused network writes
+        nothing."""
+        if isinstance(target, (str, os.PathLike)):
+            deploy.save(self, network, loss, Path(target))
+            return
         data = self.to_bytes(network, loss)
-        stream.write(data)
+        target.write(data)
 
     def to_bytes(self, network: Module, loss: Loss) -> bytes:
-        return self.to_model(network, loss).SerializeToString(deterministic=True)
+        model = self._model(network, loss)
+        try:
+            data = model.SerializeToString(deterministic=True)
+        except Exception as error:  # protobuf's EncodeError / ValueError past 2 GiB
+            raise ExportRefused([f"the graph cannot be one protobuf message ({error}): write it "
+                                 f"to a path, with its weights as external data"]) from None
+        self.report = deploy.report(self, data, len(data), 0, network, loss)
+        return data
 
     def to_model(self, network: Module, loss: Loss) -> onnx.ModelProto:
+        model = self._model(network, loss)
+        data = model.SerializeToString(deterministic=True) if self.compare_on is not None else b""
+        self.report = deploy.report(self, data, model.ByteSize(), 0, network, loss)
+        return model
+
+    def model_of(self, tape: Tape, inputs: Sequence[str], metadata: dict[str, str]) -> onnx.ModelProto:
+        """The finished tape as the ModelProto of the form asked (float16 weights, int8 weights,
+        weights planned as external data); refused by name when the form cannot hold it."""
+        return deploy.finish(self, tape, inputs, metadata)
+
+    # -- the network --------------------------------------------------------------------------------
+    def _model(self, network: Module, loss: Loss) -> onnx.ModelProto:
         faults = self._preconditions(network, loss)
         if faults:
             raise ExportRefused(faults)
         if not isinstance(network, Network):  # written as code: traced
             from deepsharp_export_onnx.trace.lower import export_module
 
-            return export_module(self, network, loss)
+            self._front = self._prepare_of(network)  # model_of writes it in front of the trace
+            try:
+                return export_module(self, network, loss)
+            finally:
+                self._front = None
         tape = Tape()
-        x = self._input(network, tape)
+        prepare = self._prepare_of(network)
+        if prepare is not None:
+            x, inputs = write_preparation(tape, prepare, self.input_name)
+        else:
+            x, inputs = self._input(network, tape), [self.input_name]
         steps = network.logits_steps(loss)
         self._faults: list[str] = []
         z = self.write_steps(tape, steps, x)
         faults = self._faults
         if not faults:
             written = self._finish(tape, z, loss)
-            faults += name_faults(tape, [self.input_name], [(self.output_name, written)])
+            faults += name_faults(tape, inputs, [(self.output_name, written)])
             faults += self._opset_faults(tape)
         if faults:
             raise ExportRefused(faults)
-        return tape.to_model([self.input_name], [self.output_name],
-                             metadata=self._metadata(network), graph_name="deepsharp",
-                             producer=("deepsharp", deepsharp.__version__))
+        metadata = self._metadata(network)
+        if prepare is not None:
+            metadata[META_PREPARATION] = preparation_metadata(prepare, self.input_name)
+        return self.model_of(tape, inputs, metadata)
+
+    def _prepare_of(self, network: Module) -> Any:
+        return self.prepare if self.prepare is not None else getattr(network, "preparation", None)
 
     # -- the walk -----------------------------------------------------------------------------------
     def write_steps(self, tape: Tape, steps: Sequence[Step], x: Value) -> Value:
@@ -210,6 +248,14 @@ class OnnxExport:
         if isinstance(network, Network) and network.input_shape != self.shape:
             return [f"the network takes examples of shape {network.input_shape}, the export was "
                     f"asked for {self.shape}"]
+        prepare = self._prepare_of(network)
+        if prepare is not None:
+            if isinstance(network, Network):
+                dtype = network.steps[0].spec.input_dtype if network.steps else "float32"
+            else:
+                dtype = getattr(network, "input_dtype", "float32")
+            rows = self.shape.rank == 1 and dtype == "float32"
+            return preparation_faults(prepare, self.shape[0] if rows else None)
         return []
 
     def _input(self, network: Network, tape: Tape) -> Value:
