@@ -8,8 +8,14 @@ and their slot values loaded. Layers that only act in training (dropout) leave n
 exporter records them in the metadata and the importer puts them back where they were, so the
 network trains as it did and exports to the same bytes.
 
-The graph's input annotation stays with the network as a precondition: a batch that breaks it is
-refused with the `AnnotationViolation` the annotation checker would raise.
+Before any reader, the graph is normalised (`normalise/`): constants folded, shapes inferred,
+no-ops dropped, decompositions fused, so a reader meets one form of each layer whatever wrote the
+graph. A graph taking channels-first images or series gives a network that takes them so too
+(`ends.py`).
+
+The graph's input annotation stays with the network as a precondition (its batch, and a series'
+steps, symbolic): a batch that breaks it is refused with the `AnnotationViolation` the
+annotation checker would raise.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from typing import Any, BinaryIO
 import numpy as np
 import onnx
 
-from deepsharp.errors import SpecError
+from deepsharp.errors import ShapeError, SpecError
 from deepsharp.layers.base import LayerSpec, make_spec, parse_spec
 from deepsharp.layers.composite import insert_at, replace_at, spec_at
+from deepsharp.layers.data_format import FromChannelsFirst, ToChannelsFirst
 from deepsharp.losses import Loss
 from deepsharp.network import Network
 from deepsharp.random import RandomStream
@@ -36,12 +43,23 @@ from deepsharp_export_onnx.write.export import (
 from deepsharp_export_onnx.read.readers import (
     FORK_READERS, PATTERN_READERS, READERS, GraphView, Read, Reading, Unreadable,
 )
+from deepsharp_export_onnx.read.ends import (
+    DATA_FORMATS, Ends, contract_dims, ends, example_shapes,
+)
+from deepsharp_export_onnx.read.normalise import normalise
 from deepsharp_export_onnx.read.readers.outputs import OUTPUT_READERS
 from layout import Order
 
 
+NO_READER = "no reader for op type"
+
+
 def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec], list[dict]]:
-    """Read the nodes from `r.value` to `stop` as a stack of layers (faults collected)."""
+    """Read the nodes from `r.value` to `stop` as a stack of layers (faults collected).
+
+    After a refused node the walk goes on from its output when one value leads on; otherwise
+    (a recurrent node's several outputs) it stops, and the nodes after the refused one are not
+    refused again for being off the way."""
     specs: list[LayerSpec] = []
     slots: list[dict[str, np.ndarray]] = []
     view = r.view
@@ -55,10 +73,14 @@ def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec
             read = _read_one(consumers, r)
         except Unreadable as error:
             faults.append(str(error))
-            node = consumers[0]
-            view.consume(node)
-            r.value = node.output[0]
-            continue
+            node = error.node if error.node is not None else consumers[0]
+            view.consume(*view.between(start, node), node)
+            going_on = [o for o in node.output if o and (view.open_consumers(o) or o == stop)]
+            if len(going_on) == 1:
+                r.value = going_on[0]
+                continue
+            view.consume(*view.after(node))
+            break
         view.consume(*read.nodes)
         specs += read.specs
         slots += read.slots
@@ -87,43 +109,74 @@ def _read_one(consumers: list[onnx.NodeProto], r: Reading) -> Read:
             return read
     reader = READERS.get(node.op_type)
     if reader is None:
-        raise Unreadable(f"{GraphView.label(node)}: no reader for op type {node.op_type}; "
-                         f"readable: {', '.join(sorted(READERS))}")
+        raise r.unreadable(node, f"{NO_READER} {node.op_type}: no layer is read from it alone"
+                                 f"{_pattern_hint(node.op_type)}")
     return reader(node, r)
+
+
+def _pattern_hint(op_type: str) -> str:
+    """For an op type read only as part of patterns: which."""
+    patterns = PATTERN_READERS.get(op_type)
+    if not patterns:
+        return ""
+    names = sorted({p.__name__.removeprefix("read_").replace("_", " ") for p in patterns})
+    return f" (it starts {', '.join(names)} patterns, and these nodes are none of them)"
 
 
 class OnnxFile:
     """Reads ONNX graphs as networks trained with `loss` (whose output activation the graph's
     last node must be)."""
 
-    def __init__(self, loss: Loss) -> None:
+    def __init__(self, loss: Loss, output: str | None = None,
+                 data_format: str | None = None) -> None:
+        """Args:
+            loss: the loss the network is trained with; the graph's last node must be its
+                output activation (a Sigmoid for BinaryCrossEntropy, ...).
+            output: the graph output to read, for a graph with several (a classifier's label
+                and probabilities); None for a graph with one.
+            data_format: None to take and give values in the order the graph does (a PyTorch
+                CNN's images channels-first), or "channels_last" / "channels_first" to choose.
+        """
         if not isinstance(loss, Loss) or OUTPUT_READERS.lookup(loss) is None:
             raise TypeError(f"OnnxFile: loss must be one of {OUTPUT_READERS.names()}, received "
                             f"{loss!r}")
+        if output is not None and not isinstance(output, str):
+            raise TypeError(f"OnnxFile: output must be the name of a graph output, received "
+                            f"{output!r}")
+        if data_format not in (None, *DATA_FORMATS):
+            raise ValueError(f"OnnxFile: data_format must be None or one of {DATA_FORMATS}, "
+                             f"received {data_format!r}")
         self.loss = loss
+        self.output = output
+        self.data_format = data_format
 
     def read(self, stream: BinaryIO | bytes | onnx.ModelProto) -> Network:
-        model = self._model(stream)
-        view = GraphView(model)
-        x, out, shape = self._ends(view)
+        original = self._model(stream)
+        view = GraphView(normalise(original, self.output))
+        end = ends(view, self.data_format)
         faults: list[str] = []
         try:
-            before = OUTPUT_READERS.lookup(self.loss)(view, out.name)
+            before = OUTPUT_READERS.lookup(self.loss)(view, end.output.name)
         except Unreadable as error:
             raise ImportRefused([str(error)]) from None
-        reading = Reading(view, x.name, Order.CHANNELS_LAST, rank=shape.rank + 1)
+        reading = Reading(view, end.input.name, end.order, rank=len(end.dims))
         specs, slots = read_chain(reading, before, faults)
         faults += [f"{GraphView.label(n)}: not on the way from the input to the output"
                    for n in view.unconsumed()]
         if faults:
+            if any(NO_READER in f for f in faults):
+                faults.append(f"op types read: {', '.join(sorted(READERS))}; and in patterns: "
+                              f"{', '.join(sorted(set(PATTERN_READERS) - set(READERS)))}")
             raise ImportRefused(faults)
         specs, slots = self._training_only(view, specs, slots)
+        specs, slots = self._turns(end, reading, specs, slots)
         stack = self._training_settings(view, Sequential(layers=tuple(specs)))
-        network = stack.lower(shape, RandomStream(0))
+        network = self._lower(view, end, stack)
         state = {f"{i}.{name}": value for i, s in enumerate(slots) for name, value in s.items()}
         network.load_state_dict(state, strict=True)
         features = json.loads(view.metadata[META_FEATURES]) if META_FEATURES in view.metadata else None
-        contract = InputContract(x.name, declared_dims(x.type))
+        contract = InputContract(end.input.name, contract_dims(
+            declared_dims(end.input.type), self._series_axis(end, network)))
         return network.with_features(features).with_input_check(contract)
 
     # -- the parts -------------------------------------------------------------------------------
@@ -138,21 +191,41 @@ class OnnxFile:
             raise ImportRefused([f"not an ONNX model: {error}"]) from None
 
     @staticmethod
-    def _ends(view: GraphView) -> tuple[onnx.ValueInfoProto, onnx.ValueInfoProto, Shape]:
-        inputs, outputs = view.inputs, list(view.graph.output)
-        if len(inputs) != 1 or len(outputs) != 1:
-            raise ImportRefused([f"a network reads one input and gives one output; this graph has "
-                                 f"inputs {[i.name for i in inputs]} and outputs "
-                                 f"{[o.name for o in outputs]}"])
-        x = inputs[0]
-        dims = view.dims(x.name)
-        if dims is None or len(dims) < 2:
-            raise ImportRefused([f"input {x.name!r} must be annotated (batch, ...), received {dims}"])
-        if META_SHAPE in view.metadata:
-            shape = Shape.parse(view.metadata[META_SHAPE])
-        else:  # an axis left symbolic takes size 1 as its example
-            shape = Shape(*(d if isinstance(d, int) and d > 0 else 1 for d in dims[1:]))
-        return x, outputs[0], shape
+    def _turns(end: Ends, reading: Reading, specs: list, slots: list) -> tuple[list, list]:
+        """The data format chosen at both ends: a network taking channels-first values starts by
+        turning them (and gives them back channels-first when its output has places)."""
+        if not end.take_first:
+            return specs, slots
+        specs, slots = [FromChannelsFirst(), *specs], [{}, *slots]
+        if reading.rank >= 3 and (reading.order is Order.CHANNELS_FIRST or not end.graph_first):
+            specs, slots = [*specs, ToChannelsFirst()], [*slots, {}]
+        return specs, slots
+
+    @staticmethod
+    def _lower(view: GraphView, end: Ends, stack: Sequential) -> Network:
+        """Lowered for the exporter's example shape, else for the input's dims (a symbolic axis
+        at the first example length the layers take)."""
+        failure = None
+        shapes = ([tuple(Shape.parse(view.metadata[META_SHAPE]))] if META_SHAPE in view.metadata
+                  else example_shapes(end.example_dims()))
+        for dims in shapes:
+            try:
+                return stack.lower(Shape(*dims), RandomStream(0))
+            except (ShapeError, SpecError) as error:
+                failure = error
+        raise ImportRefused([f"the layers read ({stack}) cannot take the graph's input "
+                             f"{end.input.name!r} of dims {list(end.dims)}: {failure}"])
+
+    @staticmethod
+    def _series_axis(end: Ends, network: Network) -> int | None:
+        """The graph input's steps axis, for a network over series (ids, or steps x channels)."""
+        steps = network.steps
+        ids = bool(steps) and steps[0].spec.input_dtype == "int64"
+        if ids and len(end.dims) == 2:
+            return 1
+        if len(end.dims) == 3:
+            return 2 if end.graph_first else 1
+        return None
 
     @staticmethod
     def _training_only(view: GraphView, specs: list[LayerSpec], slots: list[dict]):
