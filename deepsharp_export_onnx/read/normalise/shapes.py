@@ -148,11 +148,12 @@ def _entry_value(g: Graph, data: str, dims: tuple, i: int, entry: Entry) -> int 
     if isinstance(entry, int):
         return entry
     if isinstance(entry, Axis):
-        size = (g.dims.get(entry.value) or (None,) * (entry.axis + 1))[entry.axis]
+        sizes = g.dims.get(entry.value) or ()
+        size = sizes[entry.axis] if 0 <= entry.axis < len(sizes) else None
         if isinstance(size, int):
             return size
         same_axis = entry.value == data and entry.axis == i
-        same_symbol = i < len(dims) and isinstance(size, str) and dims[i] == size
+        same_symbol = 0 <= i < len(dims) and isinstance(size, str) and dims[i] == size
         return 0 if same_axis or same_symbol else None
     sizes = [_entry_value(g, data, (), -1, f) for f in entry.factors]
     if all(isinstance(s, int) and s > 0 for s in sizes):

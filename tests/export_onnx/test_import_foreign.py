@@ -1,0 +1,45 @@
+"""Graphs written by PyTorch's two exporters (TorchScript and dynamo, opsets 13 to 20) and by
+scikit-learn's converter, read, checked against the answers they were written with, exported
+again, and trained (tests/fixtures/import; scripts/make_import_fixtures.py makes them)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.foreign import (
+    Foreign, fixture_names, loss_value, run_graph, same_signature, tolerance, train,
+)
+
+NAMES = fixture_names()
+
+
+def test_every_model_has_its_graphs():
+    families = {n.split(".")[0] for n in NAMES}
+    assert len(NAMES) >= 100 and len(families) == 18
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reads_matches_and_exports_again(name):
+    case = Foreign.load(name)
+    network = case.read()
+    predicted = network.predict(case.x, case.loss)
+    np.testing.assert_allclose(predicted, case.y, rtol=0, atol=tolerance(case.y))
+    again = case.export(network)
+    assert same_signature(case.signature(case.model, case.output), case.signature(again)) == []
+    np.testing.assert_allclose(run_graph(again, case.x), case.y, rtol=0, atol=tolerance(case.y))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_trains_at_two_batch_sizes_and_exports_the_trained_network(name):
+    case = Foreign.load(name)
+    x, y = case.training_data()
+    for batch_size in (4, 7):
+        network = case.read()
+        before = loss_value(network, case.loss, x, y)
+        train(network, case.loss, x, y, batch_size)
+        after = loss_value(network, case.loss, x, y)
+        assert after < before, f"batch size {batch_size}: loss {before} -> {after}"
+    again = case.export(network)
+    np.testing.assert_allclose(run_graph(again, x), network.predict(x, case.loss), rtol=0,
+                               atol=tolerance(network.predict(x, case.loss)))
