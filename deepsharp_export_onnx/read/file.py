@@ -70,13 +70,13 @@ def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec
             faults.append(f"value {start!r} leads nowhere: no node reads it on the way to the output")
             break
         try:
-            read = _read_one(consumers, r)
+            read = _guarded(consumers, r)
         except Unreadable as error:
             faults.append(str(error))
             node = error.node if error.node is not None else consumers[0]
             view.consume(*view.between(start, node), node)
             going_on = [o for o in node.output if o and (view.open_consumers(o) or o == stop)]
-            if len(going_on) == 1:
+            if len(going_on) == 1 and len([o for o in node.output if o]) == 1:
                 r.value = going_on[0]
                 continue
             view.consume(*view.after(node))
@@ -94,6 +94,19 @@ def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec
             faults.append(f"value {start!r} is also read by {', '.join(GraphView.label(n) for n in left)}: "
                           f"the graph forks where no layer does")
     return specs, slots
+
+
+MALFORMED = (IndexError, KeyError, ValueError, TypeError, AttributeError)
+
+
+def _guarded(consumers: list[onnx.NodeProto], r: Reading) -> Read:
+    """A reader's stray error on a malformed node (an input missing, an attribute of the wrong
+    kind) is that node's refusal."""
+    try:
+        return _read_one(consumers, r)
+    except MALFORMED as error:
+        raise r.unreadable(consumers[0], f"malformed for its readers ({type(error).__name__}: "
+                                         f"{error})") from None
 
 
 def _read_one(consumers: list[onnx.NodeProto], r: Reading) -> Read:

@@ -68,16 +68,17 @@ def _table_otherwise(model):
 
 CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
     ("lstm-peepholes", Sequential().lstm(3), Shape(7, 2), _peepholes,
-     "reads as a layer with its default activations, zero initial states and no peepholes"),
+     "lstm reads a node with its default activations, zero initial states and no peepholes, "
+     "forward or bidirectional; this one has peephole weights"),
     ("lstm-activations", Sequential().lstm(3), Shape(7, 2),
      lambda m: _set_attr(_node(m, "LSTM"), "activations", ["Relu", "Tanh", "Tanh"]),
-     "reads as a layer with its default activations"),
+     "this one has activations=[b'Relu', b'Tanh', b'Tanh']"),
     ("lstm-reverse-only", Sequential().lstm(3), Shape(7, 2),
      lambda m: _set_attr(_node(m, "LSTM"), "direction", "reverse"),
      "forward or bidirectional"),
     ("gru-reset-before", Sequential().gru(3), Shape(7, 2),
      lambda m: _set_attr(_node(m, "GRU"), "linear_before_reset", 0),
-     "a GRU reads as PyTorch's only with linear_before_reset=1"),
+     "this one has linear_before_reset=0 (PyTorch's GRU, and ours, reset after the product)"),
     ("lstm-lengths-not-from-a-mask", Sequential().lstm(3), Shape(7, 2), _lengths_from_a_constant,
      "its sequence_lens must be the count of the series' mask"),
     ("attention-scale", Sequential().multi_head_attention(2, 4), Shape(7, 4), _scaled_otherwise,
@@ -90,7 +91,8 @@ CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
     ("recurrent-output", Sequential().lstm(3, return_sequences=True), Shape(7, 2),
      lambda m: _initializer(m, "0.lstm/join_directions").CopyFrom(
          numpy_helper.from_array(np.array([0, -1, 6], np.int64), "0.lstm/join_directions")),
-     "its outputs are read as a series: Transpose then Reshape [0, 0, -1]"),
+     "its outputs are read as neither a series (steps, batch, directions * units) nor its last "
+     "states"),
 ]
 
 

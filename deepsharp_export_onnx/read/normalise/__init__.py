@@ -28,24 +28,31 @@ from deepsharp_export_onnx.read.normalise.rewrite import REWRITES
 from deepsharp_export_onnx.read.normalise.shapes import resolve_reshapes
 
 ROUNDS = 12
+MALFORMED = (IndexError, KeyError, ValueError, TypeError, AttributeError)
 INVENTED = "unk__"  # the prefix of the symbols onnx's inference makes up for unknown sizes
 BATCH = "batch"
 
 
 def normalise(model: onnx.ModelProto, output: str | None = None) -> onnx.ModelProto:
     g = Graph(model, [choose_output(model, output)])
-    _name_anonymous_batch(g)
-    constant_nodes(g)
-    g.prune()
-    annotate(g)
-    for _ in range(ROUNDS):
-        changed = False
-        for step in (fold, resolve_reshapes, *REWRITES, *FUSIONS):
-            changed |= step(g)
+    step = "reading the graph"
+    try:
+        _name_anonymous_batch(g)
+        constant_nodes(g)
         g.prune()
-        if not changed:
-            break
-    return g.to_model()
+        annotate(g)
+        for _ in range(ROUNDS):
+            changed = False
+            for rule in (fold, resolve_reshapes, *REWRITES, *FUSIONS):
+                step = rule.__name__
+                changed |= rule(g)
+            g.prune()
+            if not changed:
+                break
+        return g.to_model()
+    except MALFORMED as error:  # a node a pass could not follow: said, not raised
+        raise ImportRefused([f"normalising ({step}): a malformed node ({type(error).__name__}: "
+                             f"{error})"]) from None
 
 
 def choose_output(model: onnx.ModelProto, output: str | None) -> onnx.ValueInfoProto:

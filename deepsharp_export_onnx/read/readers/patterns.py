@@ -96,7 +96,7 @@ def reshaped_dims(r: Reading, node: onnx.NodeProto) -> tuple | None:
         number, symbols = _factors([d])
         if number == 0 or left_number % number or any(left_symbols.count(s) < symbols.count(s)
                                                       for s in symbols):
-            return r.view.dims(node.output[0])
+            return None  # no whole number of values left for the -1 (or not by these symbols)
         left_number //= number
         for s in symbols:
             left_symbols.remove(s)
