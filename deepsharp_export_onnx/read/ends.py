@@ -53,13 +53,18 @@ class Ends:
         """The order of the graph's input relative to the layers' own (channels-last)."""
         return Order.CHANNELS_FIRST if self.graph_first else Order.CHANNELS_LAST
 
-    def example_dims(self) -> tuple:
-        """The network's example dims (no batch), symbols left for `example_shapes`."""
-        dims = tuple(self.dims)
-        if self.graph_first != self.take_first:
-            dims = permute_dims(dims, to_channels_last(len(dims)) if self.graph_first
-                                else to_channels_first(len(dims)))
-        return dims[1:]
+    def example_dims(self, example: tuple | None = None) -> tuple:
+        """The network's example dims (no batch), symbols left for `example_shapes`; `example`
+        is the exporter's own example shape (metadata), in the order of the graph's input."""
+        dims = tuple(self.dims) if example is None else (self.dims[0], *example)
+        return self.as_taken(dims)[1:]
+
+    def as_taken(self, dims: tuple) -> tuple:
+        """Dims in the graph input's order (batch first) in the order the network takes."""
+        if self.graph_first == self.take_first:
+            return tuple(dims)
+        return permute_dims(tuple(dims), to_channels_last(len(dims)) if self.graph_first
+                            else to_channels_first(len(dims)))
 
 
 def ends(view: GraphView, data_format: str | None) -> Ends:

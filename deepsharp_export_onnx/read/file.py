@@ -189,7 +189,7 @@ class OnnxFile:
         network.load_state_dict(state, strict=True)
         features = json.loads(view.metadata[META_FEATURES]) if META_FEATURES in view.metadata else None
         contract = InputContract(end.input.name, contract_dims(
-            declared_dims(end.input.type), self._series_axis(end, network)))
+            end.as_taken(declared_dims(end.input.type)), self._series_axis(end, network)))
         return network.with_features(features).with_input_check(contract)
 
     # -- the parts -------------------------------------------------------------------------------
@@ -219,8 +219,9 @@ class OnnxFile:
         """Lowered for the exporter's example shape, else for the input's dims (a symbolic axis
         at the first example length the layers take)."""
         failure = None
-        shapes = ([tuple(Shape.parse(view.metadata[META_SHAPE]))] if META_SHAPE in view.metadata
-                  else example_shapes(end.example_dims()))
+        example = tuple(Shape.parse(view.metadata[META_SHAPE])) if META_SHAPE in view.metadata \
+            else None
+        shapes = example_shapes(end.example_dims(example))
         for dims in shapes:
             try:
                 return stack.lower(Shape(*dims), RandomStream(0))
@@ -237,7 +238,7 @@ class OnnxFile:
         if ids and len(end.dims) == 2:
             return 1
         if len(end.dims) == 3:
-            return 2 if end.graph_first else 1
+            return 2 if end.take_first else 1
         return None
 
     @staticmethod
