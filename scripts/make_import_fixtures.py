@@ -14,8 +14,8 @@ For each PyTorch model (small, seeded weights, in eval mode) it writes:
   dynamic (opset 18 is the exporter's own; 13 and 17 are its conversion down);
 - `{model}.npz`: `x` (the input, as PyTorch takes it) and `y` (PyTorch's output for it).
 and for scikit-learn's MLPs, `{model}.skl.onnx` (skl2onnx, zipmap off) with `x` and `y` (the
-probabilities for the classifier, the predictions for the regressor). `--list` prints each graph's
-nodes. A model whose export fails is reported and left out (so the tests can say what exists).
+probabilities for the classifier, the positive class's for the binary one, the predictions for
+the regressor). `--list` prints each graph's nodes. A model whose export fails is reported and left out (so the tests can say what exists).
 """
 
 from __future__ import annotations
@@ -203,6 +203,20 @@ class Encoder(nn.Module):
         return self.fc(self.layer(x))
 
 
+class SelfAttention(nn.Module):
+    """nn.MultiheadAttention on its own (its averaged weights asked for, then unused), the mean
+    over the steps, a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention = nn.MultiheadAttention(12, 3, batch_first=True)
+        self.fc = nn.Linear(12, 2)
+
+    def forward(self, x):
+        y, _ = self.attention(x, x, x)
+        return self.fc(y.mean(dim=1))
+
+
 def _ids(shape: tuple[int, ...], vocabulary: int) -> Callable[[torch.Generator], torch.Tensor]:
     return lambda g: torch.randint(0, vocabulary, shape, generator=g)
 
@@ -229,6 +243,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "embedding_lstm": (EmbeddingLstm, _ids((BATCH, 9), 40), {1: "steps"}, {}),
     "encoder": (lambda: Encoder("relu"), _normal(BATCH, 5, 16), {1: "steps"}, {1: "steps"}),
     "encoder_gelu": (lambda: Encoder("gelu"), _normal(BATCH, 5, 16), {1: "steps"}, {1: "steps"}),
+    "attention": (SelfAttention, _normal(BATCH, 6, 12), {1: "steps"}, {}),
 }
 
 
@@ -322,12 +337,15 @@ def sklearn_fixtures(report: list[str]) -> None:
     classifier = MLPClassifier(hidden_layer_sizes=(12, 6), max_iter=300, random_state=0).fit(x, label)
     regressor = MLPRegressor(hidden_layer_sizes=(10,), activation="tanh", max_iter=300, random_state=0).fit(
         x, x[:, 0] - 2 * x[:, 3])
+    binary = MLPClassifier(hidden_layer_sizes=(8,), activation="logistic", max_iter=300,
+                           random_state=0).fit(x, (x[:, 0] > x[:, 4]).astype(np.int64))
     cases = [("skl_classifier", classifier, classifier.predict_proba(x[:6])),
+             ("skl_binary", binary, binary.predict_proba(x[:6])[:, 1:]),  # the positive class's
              ("skl_regressor", regressor, regressor.predict(x[:6]).reshape(-1, 1))]  # as the graph
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, model, y in cases:
-            options = {id(model): {"zipmap": False}} if name == "skl_classifier" else None
+            options = {id(model): {"zipmap": False}} if "regressor" not in name else None
             proto = to_onnx(model, x[:1], target_opset=17, options=options)
             (OUT / f"{name}.skl.onnx").write_bytes(proto.SerializeToString())
             np.savez(OUT / f"{name}.npz", x=x[:6], y=np.asarray(y, np.float32))

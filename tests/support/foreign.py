@@ -37,8 +37,15 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "embedding_lstm": (MeanSquaredError(), None),
     "encoder": (MeanSquaredError(), None),
     "encoder_gelu": (MeanSquaredError(), None),
+    "attention": (MeanSquaredError(), None),
     "skl_classifier": (CrossEntropy(), "probabilities"),
     "skl_regressor": (MeanSquaredError(), None),
+    "skl_binary": (BinaryCrossEntropy(), "probabilities"),
+}
+# where the network read answers otherwise than the graph, by design: the output's dims it gives
+OWN_OUTPUT = {
+    # both classes' probabilities (1 - p, p) read as BinaryCrossEntropy's one, p
+    "skl_binary": ("batch", 1),
 }
 
 
