@@ -14,17 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from deepsharp import MeanSquaredError
 from deepsharp_export_onnx import ImportRefused, OnnxFile
 from tests.support.foreign import Foreign
-
-
-def _node(model: onnx.ModelProto, op_type: str, index: int = 0) -> onnx.NodeProto:
-    return [n for n in model.graph.node if n.op_type == op_type][index]
-
-
-def _set(node: onnx.NodeProto, name: str, value) -> None:
-    for a in list(node.attribute):
-        if a.name == name:
-            node.attribute.remove(a)
-    node.attribute.append(helper.make_attribute(name, value))
+from tests.support.graph_edits import node_of, set_attr
 
 
 def _constant(model: onnx.ModelProto, name: str, array: np.ndarray) -> None:
@@ -42,7 +32,7 @@ def _constant(model: onnx.ModelProto, name: str, array: np.ndarray) -> None:
 
 def _last_step_of_bidirectional(model: onnx.ModelProto) -> None:
     """out[:, -1] of a bidirectional GRU's series (the tagger's head reads one step)."""
-    matmul = _node(model, "MatMul")
+    matmul = node_of(model, "MatMul")
     model.graph.initializer.append(numpy_helper.from_array(np.array(-1, np.int64), "last"))
     gather = helper.make_node("Gather", [matmul.input[0], "last"], ["step"], name="last_step",
                               axis=1)
@@ -52,21 +42,21 @@ def _last_step_of_bidirectional(model: onnx.ModelProto) -> None:
 
 
 def _initial_states(model: onnx.ModelProto) -> None:
-    expand = _node(model, "Expand")
+    expand = node_of(model, "Expand")
     _constant(model, expand.input[0], np.array(1.0, np.float32))
 
 
 # name, fixture, the change, what the refusal says
 CASES: list[tuple[str, str, Callable[[onnx.ModelProto], None], str]] = [
-    ("lstm-clip", "lstm.ts17", lambda m: _set(_node(m, "LSTM"), "clip", 1.0),
+    ("lstm-clip", "lstm.ts17", lambda m: set_attr(node_of(m, "LSTM"), "clip", 1.0),
      "node '/rnn/LSTM' (LSTM): lstm reads a node with its default activations, zero initial "
      "states and no peepholes, forward or bidirectional; this one has clip=1.0"),
-    ("lstm-batch-major", "lstm.dynamo18", lambda m: _set(_node(m, "LSTM"), "layout", 1),
+    ("lstm-batch-major", "lstm.dynamo18", lambda m: set_attr(node_of(m, "LSTM"), "layout", 1),
      "this one has layout=1"),
     ("lstm-initial-states", "lstm.ts17fixed", _initial_states,
      "this one has initial states that are not zeros"),
     ("gru-reset-before", "bigru_last.ts17",
-     lambda m: _set(_node(m, "GRU"), "linear_before_reset", 0),
+     lambda m: set_attr(node_of(m, "GRU"), "linear_before_reset", 0),
      "node '/rnn/GRU' (GRU): gru reads a node with its default activations, zero initial states "
      "and no peepholes, forward or bidirectional; this one has linear_before_reset=0 (PyTorch's "
      "GRU, and ours, reset after the product)"),
@@ -74,18 +64,18 @@ CASES: list[tuple[str, str, Callable[[onnx.ModelProto], None], str]] = [
      "node 'last_step' (Gather): the last step of a bidirectional series is not the layer's last "
      "state (the reverse direction's is at the first step); read h_n, or the whole series"),
     ("a-middle-step", "lstm_out_last.ts17",
-     lambda m: _constant(m, _node(m, "Gather", 1).input[1], np.array(3, np.int64)),
+     lambda m: _constant(m, node_of(m, "Gather", 1).input[1], np.array(3, np.int64)),
      "node '/Gather' (Gather): step 3 of the series: only the last step reads as the layer's last "
      "state"),
     ("attention-softmax-over-queries", "encoder.ts17",
-     lambda m: _set(_node(m, "Softmax"), "axis", 2),
+     lambda m: set_attr(node_of(m, "Softmax"), "axis", 2),
      "node '/layer/self_attn/Softmax' (Softmax): read as the Softmax of an attention from "
      "'input': no multi_head_attention with its projections gives what these nodes compute"),
-    ("pool-ceil", "cnn.ts17", lambda m: _set(_node(m, "MaxPool"), "ceil_mode", 1),
+    ("pool-ceil", "cnn.ts17", lambda m: set_attr(node_of(m, "MaxPool"), "ceil_mode", 1),
      "node '/features/features.3/MaxPool' (MaxPool): ceil_mode=1: the pools take whole windows "
      "only"),
     ("conv-groups-mismatch", "cnn_view.ts17",
-     lambda m: _set(_node(m, "Conv"), "group", 2),
+     lambda m: set_attr(node_of(m, "Conv"), "group", 2),
      "node '/conv/Conv' (Conv): its kernel reads 4 channels, the value 'input' (dims ['batch', 2, "
      "9, 9]) has 2 on its channel axis"),
 ]
@@ -105,7 +95,7 @@ def test_refused(fixture, change, message):
 
 def test_a_refused_recurrent_node_drags_no_refusal_after_it():
     case = Foreign.load("lstm2.ts17")
-    _set(_node(case.model, "LSTM"), "clip", 1.0)
+    set_attr(node_of(case.model, "LSTM"), "clip", 1.0)
     with pytest.raises(ImportRefused) as caught:
         case.read()
     assert caught.value.faults == [

@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from deepsharp import MeanSquaredError, RandomStream, Sequential, Shape
 from deepsharp_export_onnx import ImportRefused, OnnxExport, OnnxFile
+from tests.support.graph_edits import set_attr
 
 LOSS = MeanSquaredError()
 
@@ -27,13 +28,6 @@ def _node(model: onnx.ModelProto, op_type: str) -> onnx.NodeProto:
 
 def _initializer(model: onnx.ModelProto, name: str) -> onnx.TensorProto:
     return next(t for t in model.graph.initializer if t.name == name)
-
-
-def _set_attr(node: onnx.NodeProto, name: str, value) -> None:
-    for a in list(node.attribute):
-        if a.name == name:
-            node.attribute.remove(a)
-    node.attribute.append(helper.make_attribute(name, value))
 
 
 def _replace_initializer(model: onnx.ModelProto, name: str, array: np.ndarray) -> None:
@@ -71,13 +65,13 @@ CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
      "lstm reads a node with its default activations, zero initial states and no peepholes, "
      "forward or bidirectional; this one has peephole weights"),
     ("lstm-activations", Sequential().lstm(3), Shape(7, 2),
-     lambda m: _set_attr(_node(m, "LSTM"), "activations", ["Relu", "Tanh", "Tanh"]),
+     lambda m: set_attr(_node(m, "LSTM"), "activations", ["Relu", "Tanh", "Tanh"]),
      "this one has activations=[b'Relu', b'Tanh', b'Tanh']"),
     ("lstm-reverse-only", Sequential().lstm(3), Shape(7, 2),
-     lambda m: _set_attr(_node(m, "LSTM"), "direction", "reverse"),
+     lambda m: set_attr(_node(m, "LSTM"), "direction", "reverse"),
      "forward or bidirectional"),
     ("gru-reset-before", Sequential().gru(3), Shape(7, 2),
-     lambda m: _set_attr(_node(m, "GRU"), "linear_before_reset", 0),
+     lambda m: set_attr(_node(m, "GRU"), "linear_before_reset", 0),
      "this one has linear_before_reset=0 (PyTorch's GRU, and ours, reset after the product)"),
     ("lstm-lengths-not-from-a-mask", Sequential().lstm(3), Shape(7, 2), _lengths_from_a_constant,
      "its sequence_lens must be the count of the series' mask"),
@@ -86,7 +80,7 @@ CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
     ("sine-table", Sequential().sine_positions(max_length=16), Shape(7, 4), _table_otherwise,
      "the table added is not the sinusoidal positions' table"),
     ("embedding-axis", Sequential().embedding(10, 3), Shape(7),
-     lambda m: _set_attr(_node(m, "Gather"), "axis", 1),
+     lambda m: set_attr(_node(m, "Gather"), "axis", 1),
      "an embedding looks rows up: the Gather's axis must be 0"),
     ("recurrent-output", Sequential().lstm(3, return_sequences=True), Shape(7, 2),
      lambda m: _initializer(m, "0.lstm/join_directions").CopyFrom(
