@@ -103,6 +103,22 @@ def test_a_refused_recurrent_node_drags_no_refusal_after_it():
         "states and no peepholes, forward or bidirectional; this one has clip=1.0"]
 
 
+def test_a_time_major_series_is_refused_at_its_lstm():
+    """nn.LSTM(batch_first=False): the graph's input is (steps, batch, channels)."""
+    case = Foreign.load("lstm.ts17")
+    turn = node_of(case.model, "Transpose")
+    node_of(case.model, "LSTM").input[0] = turn.input[0]
+    case.model.graph.node.remove(turn)
+    with pytest.raises(ImportRefused) as caught:
+        case.read()
+    assert caught.value.faults[0] == (
+        "node '/rnn/LSTM' (LSTM): lstm reads a batch-major series (batch, steps, channels) turned "
+        "time-major by Transpose [1, 0, 2] just before the node; this one reads 'input' as it is "
+        "(a graph taking its series time-major, as nn.LSTM(batch_first=False) is exported, is "
+        "not read: export it with batch_first=True)")
+    assert len(caught.value.faults) == 1  # and nothing after it refused again
+
+
 def test_unknown_op_types_one_line_each_and_the_list_once():
     nodes = [helper.make_node("MatMul", ["x", "w"], ["a"], name="dense"),
              helper.make_node("Hardmax", ["a"], ["b"], name="weird"),

@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 
 from deepsharp.layers.recurrent import DIRECTIONS, Gru, Lstm
-from deepsharp_export_onnx.read.readers.base import Read, Reading, reads_pattern
+from deepsharp_export_onnx.read.readers.base import Read, Reading, reads, reads_pattern
 from deepsharp_export_onnx.read.readers.patterns import (
     attrs, axes_of, consumer, consumers, perm_of, producer, reshaped_dims, scalar,
 )
@@ -219,3 +219,14 @@ def read_recurrent(node: onnx.NodeProto, r: Reading) -> Read | None:
     spec = cls(units=hidden, return_sequences=return_sequences, bidirectional=directions == 2,
                layers=k + 1)
     return Read(value, nodes, [spec], [slots])
+
+
+@reads("LSTM", "GRU")
+def read_lone_recurrent(node: onnx.NodeProto, r: Reading) -> Read:
+    """A recurrent node met without the Transpose to time-major before it."""
+    kind = RECURRENT[node.op_type][0].kind
+    raise r.unreadable(node, f"{kind} reads a batch-major series (batch, steps, channels) turned "
+                             f"time-major by Transpose [1, 0, 2] just before the node; this one "
+                             f"reads {node.input[0]!r} as it is (a graph taking its series "
+                             f"time-major, as nn.{node.op_type}(batch_first=False) is exported, "
+                             f"is not read: export it with batch_first=True)")
