@@ -1,5 +1,5 @@
-"""Basic indexing of tensors (integers, slices, None, Ellipsis) as slice + reshape records, and
-integer-array indexing along one axis as a gather."""
+"""Basic indexing of tensors (integers, slices, None, Ellipsis) as slice + reshape records;
+indexing with integer and bool arrays in `advanced_index`."""
 
 from __future__ import annotations
 
@@ -8,16 +8,15 @@ from typing import Any
 import numpy as np
 
 from deepsharp.errors import OpError
+from deepsharp.tensors.advanced_index import getitem as advanced_getitem
+from deepsharp.tensors.advanced_index import is_advanced
 
 
 def getitem(tensor, index: Any):
-    from deepsharp.tensors.tensor import Tensor, apply
+    from deepsharp.tensors.tensor import apply
 
-    if isinstance(index, (Tensor, np.ndarray, list)):
-        indices = index if isinstance(index, Tensor) else Tensor(np.asarray(index))
-        if indices.dtype.kind not in "iu":
-            raise OpError(f"indexing with an array needs integers, received {indices.dtype}")
-        return apply("gather", tensor, indices, axis=0)
+    if is_advanced(index):
+        return advanced_getitem(tensor, index)
     if not isinstance(index, tuple):
         index = (index,)
     if sum(1 for i in index if i is Ellipsis) > 1:
