@@ -48,3 +48,26 @@ def test_trains_at_two_batch_sizes_and_exports_the_trained_network(name):
     again = case.export(network)
     np.testing.assert_allclose(run_graph(again, x), network.predict(x, case.loss), rtol=0,
                                atol=tolerance(network.predict(x, case.loss)))
+
+
+def test_a_graph_with_nothing_to_train_says_so():
+    """A graph of activations only reads as a network with no parameter; fit refuses it by name
+    (not with an error from inside the optimizer)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from deepsharp import SGD, MeanSquaredError
+    from deepsharp.errors import TrainingError
+    from deepsharp_export_onnx import OnnxFile
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Tanh", ["r"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    network = OnnxFile(MeanSquaredError()).read(model)
+    assert "parameters: 0 (0 trainable)" in network.summary()
+    x = np.zeros((6, 3), np.float32)
+    with pytest.raises(TrainingError, match="fit: Network has nothing to train: every parameter "
+                                            "is frozen, or it has none"):
+        network.fit(x, x, loss=MeanSquaredError(), optimizer=SGD(0.1), epochs=1)
+    assert onnx.checker.check_model(model) is None

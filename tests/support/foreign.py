@@ -129,11 +129,11 @@ def same_signature(original: list[tuple], again: list[tuple]) -> list[str]:
 
 def loss_value(network: Network, loss: Loss, x: np.ndarray, y: np.ndarray) -> float:
     from deepsharp.tensors import Tensor, no_grad
-    from deepsharp.training import logits_of
 
-    z = logits_of(network, x, loss)
+    network.eval()
     with no_grad():
-        return float(loss(Tensor(z), loss.prepare(np.asarray(y), z.shape))._data)
+        z = network.logits(Tensor(x), loss)
+        return float(loss(z, loss.prepare(np.asarray(y), z.shape))._data)
 
 
 def train(network: Network, loss: Loss, x: np.ndarray, y: np.ndarray, batch_size: int) -> None:

@@ -194,6 +194,8 @@ def read_attention_region(r: Reading) -> Read | None:
     if found is None:
         return None
     nodes, cuts = found
+    if not _scores_and_weighting(r, nodes):
+        return None
     residual = any(id(c) in {id(n) for n in nodes[nodes.index(_softmax(nodes)):]}
                    for c in r.view.open_consumers(r.value))
     rng = np.random.default_rng(0)
@@ -231,6 +233,15 @@ def read_attention_region(r: Reading) -> Read | None:
     return _refuse(r, nodes, residual, "no multi_head_attention with its projections gives what "
                                        "these nodes compute (by onnx's reference evaluator, "
                                        "for every head count and with or without a causal mask)")
+
+
+def _scores_and_weighting(r: Reading, nodes: list[onnx.NodeProto]) -> bool:
+    """Whether the region multiplies two computed values before its Softmax (queries by keys)
+    and two after it (the weights by the values): an attention, not another use of a Softmax."""
+    at = nodes.index(_softmax(nodes))
+    products = [i for i, n in enumerate(nodes) if n.op_type == "MatMul" and len(n.input) == 2
+                and all(r.view.constant(v) is None for v in n.input)]
+    return any(i < at for i in products) and any(i > at for i in products)
 
 
 def _softmax(nodes: list[onnx.NodeProto]) -> onnx.NodeProto:
