@@ -31,13 +31,6 @@ def _near(value: float | None, target: float) -> bool:
     return value is not None and abs(value - target) <= 1e-6 * max(1.0, abs(target))
 
 
-def _reader(g: Graph, value: str, *op_types: str) -> onnx.NodeProto | None:
-    readers = g.consumers(value)
-    if len(readers) == 1 and readers[0].op_type in op_types and not g.is_output(value):
-        return readers[0]
-    return None
-
-
 def _other(node: onnx.NodeProto, value: str) -> str:
     return node.input[1] if node.input[0] == value else node.input[0]
 
@@ -53,16 +46,16 @@ def _gelu_at(g: Graph, erf: onnx.NodeProto) -> tuple[str, list[onnx.NodeProto], 
     else:
         x = next((i for i in scaled.input if g.constant(i) is None), "")
         ok = _near(_scalar(g, _other(scaled, x)), 1.0 / math.sqrt(2.0))
-    plus = _reader(g, erf.output[0], "Add")
+    plus = g.only_reader(erf.output[0], "Add")
     if not ok or not x or plus is None or not _near(_scalar(g, _other(plus, erf.output[0])), 1.0):
         return None
-    first = _reader(g, plus.output[0], "Mul")
+    first = g.only_reader(plus.output[0], "Mul")
     if first is None:
         return None
     factor = _other(first, plus.output[0])
     nodes = [scaled, erf, plus, first]
     if factor == x or _near(_scalar(g, factor), 0.5):  # then one more Mul by the other factor
-        last = _reader(g, first.output[0], "Mul")
+        last = g.only_reader(first.output[0], "Mul")
         wanted = 0.5 if factor == x else None
         other = _other(last, first.output[0]) if last is not None else ""
         if last is None or (other != x if wanted is None else not _near(_scalar(g, other), 0.5)):
@@ -101,10 +94,10 @@ def _layer_norm_at(g: Graph, sub: onnx.NodeProto):
     if square is None or (square.op_type == "Pow" and not _near(_scalar(g, square.input[1]), 2.0)) \
             or (square.op_type == "Mul" and list(square.input) != [d, d]):
         return None
-    variance = _reader(g, square.output[0], "ReduceMean")
-    plus = _reader(g, variance.output[0], "Add") if variance is not None else None
+    variance = g.only_reader(square.output[0], "ReduceMean")
+    plus = g.only_reader(variance.output[0], "Add") if variance is not None else None
     eps = _scalar(g, _other(plus, variance.output[0])) if plus is not None else None
-    root = _reader(g, plus.output[0], "Sqrt") if plus is not None else None
+    root = g.only_reader(plus.output[0], "Sqrt") if plus is not None else None
     if eps is None or root is None or g.axes(variance) != g.axes(mean):
         return None
     nodes = [mean, sub, square, variance, plus, root]
@@ -114,16 +107,16 @@ def _layer_norm_at(g: Graph, sub: onnx.NodeProto):
     if divide.op_type == "Div" and list(divide.input) == [d, root.output[0]]:
         nodes.append(divide)
     else:
-        inverse = _reader(g, root.output[0], "Reciprocal")
+        inverse = g.only_reader(root.output[0], "Reciprocal")
         if inverse is None or divide.op_type != "Mul" or sorted(divide.input) != sorted([d, inverse.output[0]]):
             return None
         nodes += [inverse, divide]
     out, scale, bias = divide.output[0], None, None
-    times = _reader(g, out, "Mul")
+    times = g.only_reader(out, "Mul")
     if times is not None and g.constant(_other(times, out)) is not None:
         scale, out = _other(times, out), times.output[0]
         nodes.append(times)
-    plus_bias = _reader(g, out, "Add")
+    plus_bias = g.only_reader(out, "Add")
     if plus_bias is not None and g.constant(_other(plus_bias, out)) is not None:
         bias, out = _other(plus_bias, out), plus_bias.output[0]
         nodes.append(plus_bias)

@@ -93,9 +93,11 @@ class Graph:
     def consumers(self, value: str) -> list[onnx.NodeProto]:
         return [n for n in self.nodes if value in n.input]
 
-    def only_consumer(self, value: str, op_type: str) -> onnx.NodeProto | None:
+    def only_reader(self, value: str, *op_types: str) -> onnx.NodeProto | None:
+        """The one node reading `value`, when it is of one of `op_types` and `value` is not a
+        graph output."""
         found = self.consumers(value)
-        if len(found) == 1 and found[0].op_type == op_type and not self.is_output(value):
+        if len(found) == 1 and found[0].op_type in op_types and not self.is_output(value):
             return found[0]
         return None
 

@@ -195,7 +195,7 @@ def _unsqueezed_reduce(g: Graph, node: onnx.NodeProto) -> bool:
     reduce = readers[0]
     rank = len(x_dims) + len(g.axes(node) or [])
     added, reduced = _norm(g.axes(node), rank), _norm(g.axes(reduce), rank)
-    squeeze = _single_reader(g, reduce.output[0], "Squeeze")
+    squeeze = g.only_reader(reduce.output[0], "Squeeze")
     if added is None or reduced is None or squeeze is None or _attrs(reduce).get("keepdims", 1) != 1 \
             or _norm(g.axes(squeeze), rank) != added:
         return False
@@ -213,7 +213,7 @@ def _reduce_then_squeeze(g: Graph, node: onnx.NodeProto) -> bool:
     if node.op_type not in REDUCE_OPS or _attrs(node).get("keepdims", 1) != 1:
         return False
     dims = g.dims.get(node.input[0])
-    squeeze = _single_reader(g, node.output[0], "Squeeze")
+    squeeze = g.only_reader(node.output[0], "Squeeze")
     if dims is None or squeeze is None:
         return False
     axes = _norm(g.axes(node), len(dims))
@@ -230,7 +230,7 @@ def _pool_then_squeeze(g: Graph, node: onnx.NodeProto) -> bool:
     if node.op_type not in GLOBAL_POOLS:
         return False
     dims = g.dims.get(node.input[0])
-    squeeze = _single_reader(g, node.output[0], "Squeeze")
+    squeeze = g.only_reader(node.output[0], "Squeeze")
     if dims is None or squeeze is None or len(dims) < 3:
         return False
     places = list(range(2, len(dims)))
@@ -240,13 +240,6 @@ def _pool_then_squeeze(g: Graph, node: onnx.NodeProto) -> bool:
                  axes=places, keepdims=0)
     g.replace([node, squeeze], new)
     return True
-
-
-def _single_reader(g: Graph, value: str, op_type: str) -> onnx.NodeProto | None:
-    readers = g.consumers(value)
-    if len(readers) == 1 and readers[0].op_type == op_type and not g.is_output(value):
-        return readers[0]
-    return None
 
 
 REWRITES: list[Callable[[Graph], bool]] = [drop_noops, zero_states, gathers, reductions]
