@@ -104,3 +104,14 @@ def test_the_choices_are_checked():
         OnnxFile(MeanSquaredError(), data_format="NCHW")
     with pytest.raises(TypeError, match="output must be the name of a graph output"):
         OnnxFile(MeanSquaredError(), output=1)
+
+
+def test_a_pytorch_cnn_read_saves_and_loads_as_it_was(tmp_path):
+    from deepsharp import load
+
+    case = Foreign.load("cnn.dynamo17")
+    network = case.read()
+    network.save(tmp_path / "cnn.deepsharp")
+    again = load(tmp_path / "cnn.deepsharp")
+    assert again.data_format == "channels_first" and again.spec == network.spec
+    np.testing.assert_array_equal(again.predict(case.x, case.loss), network.predict(case.x, case.loss))
