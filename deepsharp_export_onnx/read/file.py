@@ -181,8 +181,8 @@ class OnnxFile:
                 faults.append(f"op types read: {', '.join(sorted(READERS))}; and in patterns: "
                               f"{', '.join(sorted(set(PATTERN_READERS) - set(READERS)))}")
             raise ImportRefused(faults)
+        specs, slots = self._turns(end, reading, specs, slots)  # first: places count them
         specs, slots = self._training_only(view, specs, slots)
-        specs, slots = self._turns(end, reading, specs, slots)
         stack = self._training_settings(view, Sequential(layers=tuple(specs)))
         network = self._lower(view, end, stack)
         state = {f"{i}.{name}": value for i, s in enumerate(slots) for name, value in s.items()}

@@ -32,6 +32,14 @@ def test_an_image_network_taking_channels_first():
     assert report.imported.data_format == "channels_first"
 
 
+def test_training_only_layers_keep_their_places_between_the_turns():
+    report = check_layer(Sequential().from_channels_first().conv2d(3, 3).dropout(0.2).relu()
+                         .to_channels_first().spatial_dropout(0.1), IMAGE, gradients=False)
+    assert str(report.imported.spec) == ("Sequential().from_channels_first().conv2d(3, 3)"
+                                         ".dropout(0.2).relu().to_channels_first()"
+                                         ".spatial_dropout(0.1)")
+
+
 def test_a_series_network_taking_channels_first_turns_once_for_its_dense():
     report = check_layer(Sequential().from_channels_first().conv1d(3, 3).relu().dense(2),
                          Shape(4, 9))
