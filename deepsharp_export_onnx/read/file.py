@@ -21,13 +21,15 @@ annotation checker would raise.
 from __future__ import annotations
 
 import json
-from typing import Any, BinaryIO
+import os
+from typing import BinaryIO
 
 import numpy as np
 import onnx
 
-from deepsharp.errors import ShapeError, SpecError
-from deepsharp.layers.base import LayerSpec, make_spec, parse_spec
+from deepsharp.errors import DeepsharpError, ShapeError, SpecError
+from deepsharp.io import FREE_ELEMENTS
+from deepsharp.layers.base import LayerSpec, allocation_budget, make_spec, parse_spec
 from deepsharp.layers.composite import insert_at, replace_at, spec_at
 from deepsharp.layers.data_format import FromChannelsFirst, ToChannelsFirst
 from deepsharp.losses import Loss
@@ -36,7 +38,9 @@ from deepsharp.random import RandomStream
 from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
 from deepsharp_export_onnx.check.annotations import InputContract, declared_dims
-from deepsharp_export_onnx.errors import ImportRefused
+from deepsharp_export_onnx.errors import ImportRefused, OnnxError
+from deepsharp_export_onnx.read.source import load_external_data, model_and_folder
+from deepsharp_export_onnx.read.validate import validate
 from deepsharp_export_onnx.write.export import (
     META_FEATURES, META_SHAPE, META_TRAINING_ONLY, META_TRAINING_SETTINGS,
 )
@@ -70,8 +74,11 @@ def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec
             faults.append(f"value {start!r} leads nowhere: no node reads it on the way to the output")
             break
         try:
-            read = _guarded(consumers, r)
-        except Unreadable as error:
+            read = _read_one(consumers, r)
+        except (Unreadable, *_STRAY) as error:  # a stray error is a reader's bug: name the node
+            if not isinstance(error, Unreadable):
+                error = r.unreadable(consumers[0], f"the reader failed on it ({type(error).__name__}: "
+                                                   f"{str(error)[:200]})")
             faults.append(str(error))
             node = error.node if error.node is not None else consumers[0]
             view.consume(*view.between(start, node), node)
@@ -96,17 +103,10 @@ def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec
     return specs, slots
 
 
-MALFORMED = (IndexError, KeyError, ValueError, TypeError, AttributeError)
-
-
-def _guarded(consumers: list[onnx.NodeProto], r: Reading) -> Read:
-    """A reader's stray error on a malformed node (an input missing, an attribute of the wrong
-    kind) is that node's refusal."""
-    try:
-        return _read_one(consumers, r)
-    except MALFORMED as error:
-        raise r.unreadable(consumers[0], f"malformed for its readers ({type(error).__name__}: "
-                                         f"{error})") from None
+# What a reader can raise on a graph the validation let through but the reader did not expect:
+# each becomes a fault naming the node (a safety net; the checks belong in validate.py).
+_STRAY = (ValueError, IndexError, KeyError, TypeError, AttributeError, ArithmeticError,
+          RecursionError, AssertionError)
 
 
 def _read_one(consumers: list[onnx.NodeProto], r: Reading) -> Read:
@@ -151,21 +151,43 @@ class OnnxFile:
                 CNN's images channels-first), or "channels_last" / "channels_first" to choose.
         """
         if not isinstance(loss, Loss) or OUTPUT_READERS.lookup(loss) is None:
-            raise TypeError(f"OnnxFile: loss must be one of {OUTPUT_READERS.names()}, received "
-                            f"{loss!r}")
+            raise ImportRefused([f"loss must be one of {OUTPUT_READERS.names()}, received {loss!r}"],
+                                headline="OnnxFile: bad arguments")
         if output is not None and not isinstance(output, str):
-            raise TypeError(f"OnnxFile: output must be the name of a graph output, received "
-                            f"{output!r}")
+            raise ImportRefused([f"output must be the name of a graph output, received "
+                                 f"{output!r}"], headline="OnnxFile: bad arguments")
         if data_format not in (None, *DATA_FORMATS):
-            raise ValueError(f"OnnxFile: data_format must be None or one of {DATA_FORMATS}, "
-                             f"received {data_format!r}")
+            raise ImportRefused([f"data_format must be None or one of {DATA_FORMATS}, received "
+                                 f"{data_format!r}"], headline="OnnxFile: bad arguments")
         self.loss = loss
         self.output = output
         self.data_format = data_format
 
-    def read(self, stream: BinaryIO | bytes | onnx.ModelProto) -> Network:
-        original = self._model(stream)
-        view = GraphView(normalise(original, self.output))
+    def read(self, source: str | os.PathLike | BinaryIO | bytes | onnx.ModelProto, *,
+             folder: str | os.PathLike | None = None) -> Network:
+        """The network the graph in `source` holds.
+
+        `source` is a path (external data is read from the file's folder, confined to it), or
+        bytes, a binary stream or a ModelProto (external data only from `folder`, when given);
+        see `read/source.py` for the rule. The graph is validated (`read/validate.py`) before
+        any reader sees it; every fault is an ImportRefused naming it.
+        """
+        model, base = model_and_folder(source, folder)
+        load_external_data(model, base)
+        validate(model)
+        try:
+            return self._read(model)
+        except OnnxError:
+            raise
+        except DeepsharpError as error:  # the layers read cannot be built or filled as declared
+            raise ImportRefused([f"the layers read cannot be built as the graph declares them: "
+                                 f"{error}"]) from None
+        except (*_STRAY, MemoryError) as error:  # the last net: a fault no check foresaw
+            raise ImportRefused([f"the importer failed on this graph ({type(error).__name__}: "
+                                 f"{str(error)[:200]})"]) from error
+
+    def _read(self, model: onnx.ModelProto) -> Network:
+        view = GraphView(normalise(model, self.output))
         end = ends(view, self.data_format)
         faults: list[str] = []
         try:
@@ -194,16 +216,6 @@ class OnnxFile:
 
     # -- the parts -------------------------------------------------------------------------------
     @staticmethod
-    def _model(stream: Any) -> onnx.ModelProto:
-        if isinstance(stream, onnx.ModelProto):
-            return stream
-        data = stream if isinstance(stream, (bytes, bytearray)) else stream.read()
-        try:
-            return onnx.load_from_string(bytes(data))
-        except Exception as error:  # protobuf's DecodeError and friends
-            raise ImportRefused([f"not an ONNX model: {error}"]) from None
-
-    @staticmethod
     def _turns(end: Ends, reading: Reading, specs: list, slots: list) -> tuple[list, list]:
         """The data format chosen at both ends: a network taking channels-first values starts by
         turning them (and gives them back channels-first when its output has places)."""
@@ -222,9 +234,11 @@ class OnnxFile:
         example = tuple(Shape.parse(view.metadata[META_SHAPE])) if META_SHAPE in view.metadata \
             else None
         shapes = example_shapes(end.example_dims(example))
+        held = sum(int(v.size) for v in view.initializers.values())
         for dims in shapes:
             try:
-                return stack.lower(Shape(*dims), RandomStream(0))
+                with allocation_budget(held + FREE_ELEMENTS):  # no shape outgrows the file
+                    return stack.lower(Shape(*dims), RandomStream(0))
             except (ShapeError, SpecError) as error:
                 failure = error
         raise ImportRefused([f"the layers read ({stack}) cannot take the graph's input "

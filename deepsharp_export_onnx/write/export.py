@@ -13,6 +13,7 @@ import json
 from dataclasses import replace
 from typing import BinaryIO, Sequence
 
+import numpy as np
 import onnx
 from onnx import TensorProto
 
@@ -49,6 +50,56 @@ def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
     return (BATCH, *dims)
 
 
+def name_faults(tape: Tape, inputs: Sequence[str], outputs: Sequence[tuple[str, str]]) -> list[str]:
+    """The graph's input and output names must name nothing else: an output name already taken
+    by an internal value would make the graph answer that value (`output_name="2.dense"` gave
+    logits instead of probabilities), an input name a node also produces is an invalid graph.
+
+    `outputs` pairs each requested output name with the name the tape gave the value meant
+    (different when the requested name was taken). Layer stacks and traced modules both use it.
+    """
+    faults = []
+    produced = {o: node for node in tape.nodes for o in node.outputs}
+    requested = list(inputs) + [name for name, _ in outputs]
+    for name in sorted({n for n in requested if requested.count(n) > 1}):
+        faults.append(f"the name {name!r} is given to more than one graph input or output")
+    for name in inputs:
+        if name in produced:
+            node = produced[name]
+            faults.append(f"input name {name!r} is also the name of a value inside the graph "
+                          f"(node {node.name!r}, {node.op_type}, written for "
+                          f"{node.owner or 'the graph'}); choose another input_name")
+        elif name in tape.initializers:
+            faults.append(f"input name {name!r} is also the name of a constant; choose another "
+                          f"input_name")
+    for name, written in outputs:
+        if name != written:
+            owner = produced[name].owner if name in produced else "a constant"
+            faults.append(f"output name {name!r} is already the name of a value inside the graph "
+                          f"(written for {owner or 'the graph'}), which the graph would answer "
+                          f"instead; choose another output_name")
+    return faults
+
+
+def _argument_faults(shape: Shape, features: object, max_opset: object, input_name: object,
+                     output_name: object) -> list[str]:
+    faults = []
+    if features is not None:
+        if isinstance(features, (str, bytes)) or not isinstance(features, Sequence) \
+                or not all(isinstance(f, str) for f in features):
+            faults.append(f"features must be a list of names, received {features!r}")
+        elif shape.rank == 0 or len(features) != shape[-1]:
+            width = shape[-1] if shape.rank else 0
+            faults.append(f"features names {len(features)} values, but an example of shape "
+                          f"{shape} has {width} along its last axis")
+    if max_opset is not None and (isinstance(max_opset, bool) or not isinstance(max_opset, (int, np.integer))):
+        faults.append(f"max_opset must be an integer or None, received {max_opset!r}")
+    for what, name in (("input_name", input_name), ("output_name", output_name)):
+        if not isinstance(name, str) or not name:
+            faults.append(f"{what} must be a non-empty string, received {name!r}")
+    return faults
+
+
 class OnnxExport:
     """Writes networks as ONNX graphs for examples of `shape`.
 
@@ -63,7 +114,11 @@ class OnnxExport:
                  max_opset: int | None = None, input_name: str = "input",
                  output_name: str = "output") -> None:
         if not isinstance(shape, Shape):
-            raise TypeError(f"OnnxExport: shape must be a Shape, received {shape!r}")
+            raise ExportRefused([f"shape must be a Shape, received {shape!r}"],
+                                headline="OnnxExport: bad arguments")
+        faults = _argument_faults(shape, features, max_opset, input_name, output_name)
+        if faults:
+            raise ExportRefused(faults, headline="OnnxExport: bad arguments")
         self.shape = shape
         self.features = list(features) if features is not None else None
         self.max_opset = max_opset
@@ -94,7 +149,8 @@ class OnnxExport:
         z = self.write_steps(tape, steps, x)
         faults = self._faults
         if not faults:
-            self._finish(tape, z, loss)
+            written = self._finish(tape, z, loss)
+            faults += name_faults(tape, [self.input_name], [(self.output_name, written)])
             faults += self._opset_faults(tape)
         if faults:
             raise ExportRefused(faults)
@@ -171,11 +227,13 @@ class OnnxExport:
         dims = (BATCH, *step.output_shape)
         return Value(f"{step.place}.{step.kind}", dims)
 
-    def _finish(self, tape: Tape, z: Value, loss: Loss) -> None:
+    def _finish(self, tape: Tape, z: Value, loss: Loss) -> str:
+        """Write the loss's output activation; the name the output got (see `name_faults`)."""
         tape.owner = f"output ({type(loss).__name__})"
         z = self.turn(tape, z, Order.CHANNELS_LAST)
         name = OUTPUT_WRITERS.lookup(loss)(tape, z, self.output_name)
         tape.annotate(name, z.dims, z.elem_type)
+        return name
 
     def _opset_faults(self, tape: Tape) -> list[str]:
         if self.max_opset is None or tape.needed_opset() <= self.max_opset:
