@@ -241,7 +241,7 @@ class OnnxFile:
                     return stack.lower(Shape(*dims), RandomStream(0))
             except (ShapeError, SpecError) as error:
                 failure = error
-        raise ImportRefused([f"the layers read ({stack}) cannot take the graph's input "
+        raise ImportRefused([f"the layers read ({stack}) cannot be built for the graph's input "
                              f"{end.input.name!r} of dims {list(end.dims)}: {failure}"])
 
     @staticmethod
