@@ -44,6 +44,15 @@ class Network(Module):
         steps = self.steps
         return steps[-1].output_shape if steps else self.input_shape
 
+    @property
+    def data_format(self) -> str:
+        """`channels_first` when the network takes its series and images channels-first (it
+        starts with `from_channels_first()`, as a network read from such a graph does), else
+        `channels_last`."""
+        from deepsharp.layers.data_format import data_format
+
+        return data_format(self.spec)
+
     def with_low_rank(self, rank: int, on: Sequence[str], **options: Any) -> "Network":
         """A new network whose dense layers at places `on` are frozen with a trained low-rank
         pair beside each (LoRA); see `deepsharp.layers.low_rank.with_low_rank`."""
@@ -83,8 +92,9 @@ class Network(Module):
         received = tuple(batch.shape[1:])
         steps = self.steps
         ids = bool(steps) and steps[0].spec.input_dtype == "int64"  # ids: the last axis is steps
+        channel = 0 if self.data_format == "channels_first" else -1
         if len(received) != expected.rank or (expected.rank and not ids
-                                              and received[-1] != expected[-1]):
+                                              and received[channel] != expected[channel]):
             raise ShapeError(f"network input: expected a batch of examples of shape {expected} "
                              f"(batch x {expected}), received an array of shape "
                              f"{tuple(batch.shape)}")
@@ -126,6 +136,10 @@ class Network(Module):
         trainable = sum(p.size for _, p in self.trainable_parameters())
         lines.append("-" * len(lines[0]))
         lines.append(f"parameters: {self.parameter_count():,} ({trainable:,} trainable)")
+        if self.data_format != "channels_last":
+            sizes = ", ".join(str(d) for d in self.input_shape)
+            lines.append(f"data format: {self.data_format}: takes (batch, {sizes}) and turns it "
+                         f"channels-last for its layers")
         return "\n".join(lines)
 
     def save(self, path: Any) -> None:

@@ -207,6 +207,10 @@ def _annotate_the_rest(model: onnx.ModelProto) -> None:
         graph.value_info.append(helper.make_tensor_value_info(name, found[0][0], dims))
 
 
+# the importer's normalising pass annotates a graph from elsewhere the same way
+annotate_bare_values = _annotate_the_rest
+
+
 def _infer_at(model: onnx.ModelProto, sizes: dict[str, int]) -> dict[str, tuple[int, tuple]] | None:
     """(element type, concrete shape) of every value when each input symbol has the given size
     (None when inference fails). The annotations written are kept at those sizes (another

@@ -262,7 +262,10 @@ class OnnxExport:
         steps = network.steps
         dtype = steps[0].spec.input_dtype if steps else "float32"
         elem = TensorProto.INT64 if dtype == "int64" else TensorProto.FLOAT
-        x = Value(self.input_name, example_dims(self.shape, ids=dtype == "int64"), elem_type=elem)
+        dims = example_dims(self.shape, ids=dtype == "int64")
+        if network.data_format == "channels_first" and self.shape.rank == 2:
+            dims = (BATCH, self.shape[0], STEPS)  # a series taken channels-first
+        x = Value(self.input_name, dims, elem_type=elem)
         tape.annotate(x.name, x.dims, elem)
         return x
 
