@@ -22,6 +22,7 @@ from deepsharp.schedules import Cosine, ExponentialDecay, LinearWarmup, Schedule
 from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, float64, no_grad
+from deepsharp.tensors.creation import arange
 from deepsharp.tracing import TraceErrorKind, TraceException, TracedModel, Tracer
 
 __version__ = "0.1.0"
@@ -32,6 +33,6 @@ __all__ = [
     "Module", "Network", "OpError", "Optimizer", "Parameter", "RMSprop", "RandomStream", "SGD",
     "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
     "TargetError", "Tensor", "TraceErrorKind", "TraceException", "TracedModel", "Tracer",
-    "TrainingError", "float64", "functional", "load", "load_checkpoint",
+    "TrainingError", "arange", "float64", "functional", "load", "load_checkpoint",
     "no_grad", "save", "save_checkpoint", "__version__",
 ]

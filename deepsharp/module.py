@@ -143,8 +143,9 @@ class Module:
             arrays[path] = array
         if faults:
             raise StateError(f"{type(self).__name__}.load_state_dict: " + "; ".join(faults))
-        for path, array in arrays.items():
-            slots[path].copy_(array)
+        with no_grad():  # parameters are leaves that require gradients: written as optimizers do
+            for path, array in arrays.items():
+                slots[path].copy_(array)
 
     # -- modes and calls ------------------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":

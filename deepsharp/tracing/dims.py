@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from deepsharp.errors import TraceErrorKind, TraceException
+from deepsharp.tracing import slices
 from deepsharp.tracing.reshape import Inexpressible, reshape_dims
 from deepsharp.tensors.ops.windows import NOTSET
 from deepsharp.tracing.symbols import Atom, Dim, Dims, Sym, describe, example, symbolic
@@ -45,6 +46,9 @@ class DimContext:
     shapes: tuple[tuple[int, ...], ...]    # the results' example shapes
     known_atoms: Callable[[], list[Atom]]
     make_atom: Callable[[int, int, int], Atom]  # (result index, axis, example size) -> new atom
+    # (base, d, stride, result index, axis, create) -> the atom ceil((base + d) / stride), the same
+    # for every operation asking for it (slices, aranges); None when not made yet and not `create`
+    derived_atom: Callable[[Sym, int, int, int, int, bool], Atom | None] | None = None
 
     def symbolic(self, message: str) -> TraceException:
         return TraceException(TraceErrorKind.SYMBOLIC_SHAPE, f"{self.label}: {message}")
@@ -63,6 +67,27 @@ class DimContext:
                                 f"traced run, where it would broadcast or vanish; trace with "
                                 f"larger symbol sizes")
         return Sym(1, (self.make_atom(output, axis, size),))
+
+    def derived(self, base: Sym, d: int, stride: int, output: int, axis: int, *,
+                create: bool = True) -> Dim | None:
+        """The size ceil((base + d) / stride): `base` itself when d is 0 and stride 1, else one
+        atom shared by every operation making it, held by the first one (result `output`,
+        `axis`). None when `create` is off and no operation made it yet."""
+        if d == 0 and stride == 1:
+            return base
+        size = max(0, -(-(base.example + d) // stride))
+        if create and size < 2:
+            raise self.symbolic(f"axis {axis} of its result, {derived_name(base, d, stride)}, is "
+                                f"only {size} in the traced run, where it would broadcast or "
+                                f"vanish; trace with larger symbol sizes")
+        atom = self.derived_atom(base, d, stride, output, axis, create)
+        return None if atom is None else Sym(1, (atom,))
+
+
+def derived_name(base: Sym, d: int, stride: int) -> str:
+    """How a derived size is written as a dim_param: `steps-1`, `ceil(steps/2)`."""
+    shifted = f"{base}{d:+d}" if d else str(base)
+    return shifted if stride == 1 else f"ceil({shifted}/{stride})"
 
 
 DimRule = Callable[[DimContext], list[Dims]]
@@ -154,27 +179,80 @@ def expand(ctx: DimContext) -> list[Dims]:
 
 
 def slice_axes(dims: Dims, attrs: dict[str, Any]) -> list[str]:
-    """Per axis: 'full', 'flip' (full and reversed) or 'part'."""
+    """Per axis: 'full', 'flip' (full and reversed) or 'part'. A symbolic axis is full only when
+    its bounds take all of it at any size (`:`, `::-1`), not merely at the traced size."""
     kinds = []
     for dim, b, e, s in zip(dims, attrs["starts"], attrs["stops"], attrs["steps"]):
-        n = example(dim)
-        taken = range(n)[slice(b, e, s)]
-        kinds.append("full" if taken == range(n) else
-                     "flip" if taken == range(n - 1, -1, -1) else "part")
+        if not isinstance(dim, Sym):
+            kinds.append(slices.of_fixed(int(dim), b, e, s))
+            continue
+        try:
+            kinds.append(slices.of_symbolic(dim.example, b, e, s).kind)
+        except slices.Unsliceable:
+            kinds.append("part")
     return kinds
 
 
+def sliced(ctx: DimContext, dim: Dim, b: int, e: int, s: int, axis: int, *,
+           output: int = 0, create: bool = True) -> tuple[str, Dim | None]:
+    """What start:stop:step takes of an axis of size `dim`: its kind and its length (a fixed
+    size, the symbol, or the shared atom of its length; None when that atom is not made yet and
+    `create` is off)."""
+    if not isinstance(dim, Sym):
+        return slices.of_fixed(int(dim), b, e, s), len(range(int(dim))[slice(b, e, s)])
+    try:
+        taken = slices.of_symbolic(dim.example, b, e, s)
+    except slices.Unsliceable as error:
+        raise ctx.symbolic(f"a slice of axis {axis}, whose size is the symbol {dim}: "
+                           f"{error}") from None
+    if taken.kind != "part":
+        return taken.kind, dim
+    if taken.k == 0:
+        return "part", taken.length(dim.example)
+    return "part", ctx.derived(dim, taken.d, taken.stride, output, axis, create=create)
+
+
 def slice_(ctx: DimContext) -> list[Dims]:
-    dims, shape = ctx.operands[0].dims, ctx.shapes[0]
-    out: list[Dim] = []
-    for axis, (dim, kind) in enumerate(zip(dims, slice_axes(dims, ctx.attrs))):
-        if isinstance(dim, Sym) and kind == "part":
-            raise ctx.symbolic(f"a partial slice of axis {axis}, whose size is the symbol {dim}: "
-                               f"its bounds were taken at the example's size {dim.example}; "
-                               f"slice whole symbolic axes (or reverse them), or take one element "
-                               f"with select(axis, index) (a negative index counts from the end)")
-        out.append(dim if kind != "part" else shape[axis])
-    return [tuple(out)]
+    """Bounds as written: a fixed length, the symbol, or the shared atom of a length that
+    follows it (`x[:, 1:]` and `x[:, :-1]` are both steps-1); see tracing/slices.py."""
+    dims = ctx.operands[0].dims
+    attrs = ctx.attrs
+    return [tuple(sliced(ctx, dim, b, e, s, axis)[1] for axis, (dim, b, e, s) in enumerate(
+        zip(dims, attrs["starts"], attrs["stops"], attrs["steps"])))]
+
+
+def setitem(ctx: DimContext) -> list[Dims]:
+    """x[region] = value: x's dims; the value, of x's rank, has on each axis 1 or the region's
+    length."""
+    dims, value = ctx.operands[0].dims, ctx.operands[1].dims
+    attrs = ctx.attrs
+    for axis, (dim, b, e, s, v) in enumerate(zip(dims, attrs["starts"], attrs["stops"],
+                                                 attrs["steps"], value)):
+        if v == 1:
+            continue
+        _, length = sliced(ctx, dim, b, e, s, axis, create=False)
+        if length is None:
+            raise ctx.symbolic(f"axis {axis} of the value written is {v}, but the region written "
+                               f"of the symbolic axis {dim} has a length no operation made yet; "
+                               f"make the value from a slice of the same bounds")
+        _agree(ctx, axis, [v, length], example(v), "between the value and the region written")
+    return [dims]
+
+
+def arange(ctx: DimContext) -> list[Dims]:
+    """arange(start, stop, step): a length that follows a symbolic size when `stop` is one (a
+    product of atoms whose traced sizes make it: `x.shape[1]` arrives as a plain integer), noted
+    as `_stop` for the writer; else fixed (the result is then a constant)."""
+    attrs = ctx.attrs
+    start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
+    length = ctx.shapes[0][0]
+    if not all(float(v).is_integer() for v in (start, stop, step)) or step <= 0 or stop < 2:
+        return [(length,)]
+    stop_dim = matching_atoms(ctx, int(stop))
+    if not isinstance(stop_dim, Sym):
+        return [(length,)]
+    attrs["_stop"] = stop_dim
+    return [(ctx.derived(stop_dim, -int(start), int(step), 0, 0),)]
 
 
 def concat(ctx: DimContext) -> list[Dims]:
@@ -353,7 +431,7 @@ def positional(ctx: DimContext) -> list[Dims]:
     return results
 
 
-__all__ = ["DimContext", "DimRule", "Operand", "adaptive", "attention", "broadcast", "concat",
+__all__ = ["DimContext", "DimRule", "Operand", "adaptive", "arange", "attention", "broadcast", "concat",
            "describe", "elementwise", "embedding", "expand", "gather", "matmul", "padded",
-           "positional", "recurrent", "reduce", "resized", "reshape", "slice_", "slice_axes",
-           "transpose", "windowed"]
+           "positional", "recurrent", "reduce", "resized", "reshape", "setitem", "slice_",
+           "slice_axes", "sliced", "transpose", "windowed"]

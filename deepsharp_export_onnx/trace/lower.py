@@ -51,6 +51,12 @@ class TraceEmit(Emit):
         value = self._value(self.op.inputs[index])
         return value.array if value.kind == "constant" else None
 
+    def size(self, dim: Any) -> str:
+        return self.lowering.size(dim) if isinstance(dim, Sym) else super().size(dim)
+
+    def dtype_of(self, index: int) -> np.dtype:
+        return self._value(self.op.inputs[index]).dtype
+
     def annotate_as(self, name: str, *, operand: int | None = None, result: int | None = None,
                     perm: Sequence[int] | None = None) -> None:
         value = self._value(self.op.inputs[operand] if operand is not None

@@ -76,6 +76,15 @@ class Emit:
         (Expand)."""
         return self.constant("shape", [int(s) for s in shape])
 
+    def size(self, dim: Any) -> str:
+        """An int64[1] value holding the size `dim` (a number, or in a trace a symbolic size
+        computed from Shape nodes)."""
+        return self.constant(f"size_{int(dim)}", [int(dim)])
+
+    def dtype_of(self, index: int) -> np.dtype | None:
+        """Input `index`'s element type, when known (in a trace)."""
+        return None
+
 
 PrimitiveWriter = Callable[[Emit, Sequence[str], dict[str, Any], Sequence[int]], str]
 PRIMITIVE_NODES: dict[str, PrimitiveWriter] = {}
@@ -218,3 +227,4 @@ def _slice(emit, inputs, attrs, ranks):
 # The sequence primitives (embedding, attention, lstm, gru) and the spatial ones (convolutions,
 # pools, pad, resize, norms) register themselves here too.
 from deepsharp_export_onnx.write import sequence_nodes, spatial_nodes  # noqa: E402,F401
+from deepsharp_export_onnx.write import assign_nodes  # noqa: E402,F401
