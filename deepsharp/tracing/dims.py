@@ -86,8 +86,9 @@ class DimContext:
 
 def derived_name(base: Sym, d: int, stride: int) -> str:
     """How a derived size is written as a dim_param: `steps-1`, `ceil(steps/2)`."""
-    shifted = f"{base}{d:+d}" if d else str(base)
-    return shifted if stride == 1 else f"ceil({shifted}/{stride})"
+    if stride == 1:
+        return f"{base}{d:+d}"
+    return f"ceil(({base}{d:+d})/{stride})" if d else f"ceil({base}/{stride})"
 
 
 DimRule = Callable[[DimContext], list[Dims]]
