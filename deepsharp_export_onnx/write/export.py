@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import BinaryIO, Sequence
+from typing import Any, BinaryIO, Sequence
 
 import onnx
 from onnx import TensorProto
@@ -49,6 +49,31 @@ def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
     return (BATCH, *dims)
 
 
+def name_faults(tape: Tape, inputs: Sequence[str], outputs: Sequence[str]) -> list[str]:
+    """The graph's input and output names must be free for them: checked once the body is written
+    and before the output nodes are, a name a node output or an initializer already holds (a
+    parameter's path, a step's place: `output_name="2.dense"`) would answer that value instead, or
+    make the graph invalid. Names must also differ from each other."""
+    holders = {name: f"the initializer {name!r}" for name in tape.initializers}
+    for node in tape.nodes:
+        for name in node.outputs:
+            holders[name] = f"the output of node {node.name!r} ({node.op_type}, {node.owner})"
+    faults = []
+    seen: set[str] = set()
+    for role, names in (("input", inputs), ("output", outputs)):
+        for name in names:
+            if not isinstance(name, str) or not name:
+                faults.append(f"{role} name {name!r}: names must be non-empty strings")
+            elif name in seen:
+                faults.append(f"{role} name {name!r} is used twice among the graph's inputs and "
+                              f"outputs")
+            elif name in holders:
+                faults.append(f"{role} name {name!r} is already the name of {holders[name]} "
+                              f"inside the graph; choose another name")
+            seen.add(name)
+    return faults
+
+
 class OnnxExport:
     """Writes networks as ONNX graphs for examples of `shape`.
 
@@ -57,18 +82,32 @@ class OnnxExport:
         features: names of what a row is made of, written as model metadata.
         max_opset: refuse a network whose nodes need a newer operator set than this.
         input_name, output_name: the graph's input and output names.
+
+    For a Module written as code, which is traced (write/traced.py):
+        example: the batch the trace runs on (one array, a sequence of arrays, or a mapping
+            input name -> array) instead of one made from `shape` (then `shape` may be None).
+        axis_names: which axes are symbolic, as `Module.trace` takes them (`{0: "batch"}` for
+            every input, or one mapping per input); by default the batch and a series' steps.
+        input_names, output_names: the graph's inputs and outputs, for several of them (else
+            a mapping's keys, forward's dict keys, or `input_0`, `output_0`, ...).
     """
 
-    def __init__(self, shape: Shape, features: Sequence[str] | None = None,
+    def __init__(self, shape: Shape | None = None, features: Sequence[str] | None = None,
                  max_opset: int | None = None, input_name: str = "input",
-                 output_name: str = "output") -> None:
-        if not isinstance(shape, Shape):
+                 output_name: str = "output", *, example: Any = None,
+                 axis_names: Any = None, input_names: Sequence[str] | None = None,
+                 output_names: Sequence[str] | None = None) -> None:
+        if shape is not None and not isinstance(shape, Shape):
             raise TypeError(f"OnnxExport: shape must be a Shape, received {shape!r}")
         self.shape = shape
         self.features = list(features) if features is not None else None
         self.max_opset = max_opset
         self.input_name = input_name
         self.output_name = output_name
+        self.example = example
+        self.axis_names = axis_names
+        self.input_names = list(input_names) if input_names is not None else None
+        self.output_names = list(output_names) if output_names is not None else None
 
     # -- public API -------------------------------------------------------------------------------
     def write(self, network: Module, loss: Loss, stream: BinaryIO) -> None:
@@ -84,7 +123,7 @@ class OnnxExport:
         if faults:
             raise ExportRefused(faults)
         if not isinstance(network, Network):  # written as code: traced
-            from deepsharp_export_onnx.trace.lower import export_module
+            from deepsharp_export_onnx.write.traced import export_module
 
             return export_module(self, network, loss)
         tape = Tape()
@@ -144,6 +183,18 @@ class OnnxExport:
 
     # -- the parts -------------------------------------------------------------------------------------
     def _preconditions(self, network: Module, loss: Loss) -> list[str]:
+        if isinstance(network, Module) and not isinstance(network, Network):
+            if self.shape is None and self.example is None:
+                return ["a module written as code is traced on an example: give shape= (one "
+                        "example's shape) or example= (a batch it runs on)"]
+            return []  # its losses (one per output) are checked as it is written (traced.py)
+        traced_only = [name for name in ("example", "axis_names", "input_names", "output_names")
+                       if getattr(self, name) is not None]
+        if traced_only:
+            return [f"{', '.join(traced_only)}: for modules written as code (traced); a stack is "
+                    f"written step by step for examples of `shape`"]
+        if self.shape is None:
+            return ["a stack is written for examples of `shape`: OnnxExport(network.input_shape)"]
         if not isinstance(loss, Loss):
             return [f"loss must be a deepsharp Loss, received {loss!r}"]
         if OUTPUT_WRITERS.lookup(loss) is None:
