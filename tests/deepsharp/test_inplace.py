@@ -173,6 +173,15 @@ def _arithmetic(a, w):
     return (y * y).sum()
 
 
+def _fills(a, v):
+    y = a * 1.0
+    y[0].fill_(2.0)
+    y[:, -1].zero_()
+    buffer = Tensor(np.zeros(a.shape[1:]))
+    buffer.copy_(v)                            # a buffer that needs no gradient takes v's
+    return (y * buffer).sum() + (y * y).sum()
+
+
 def _view_write(a, v):
     y = a * 1.0
     y[1][1:] = v                               # through a view of a view
@@ -182,7 +191,7 @@ def _view_write(a, v):
 
 @pytest.mark.parametrize("fn, shapes", [
     (_setitem, [(3, 4), (1, 2)]), (_masked, [(3, 4), (4,)]), (_arithmetic, [(3, 4), (4,)]),
-    (_view_write, [(3, 4), (3,)]),
+    (_view_write, [(3, 4), (3,)]), (_fills, [(3, 4), (4,)]),
 ])
 def test_gradients_of_in_place_writes_match_finite_differences(fn, shapes):
     assert_gradients(fn, [_rng.standard_normal(s) for s in shapes])
