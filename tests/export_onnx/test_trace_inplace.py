@@ -54,11 +54,27 @@ def test_a_recorded_write_traces(name):
     assert checked.count("Where") + checked.count("Add") >= 1
 
 
+def test_a_write_over_fixed_axes_is_constants_and_a_where_at_set_9():
+    checked = check_trace(_written(WRITES["fixed last axis"]), SERIES, SIZES)
+    assert checked.ops() == ["Mul", "Where"] and checked.opset == 9
+
+
 def test_a_write_into_a_constant_buffer_makes_it_traced():
     def fn(x):
         buffer = Tensor(np.zeros((2, 4), np.float32))
         buffer[1] = x.sum(axis=(0, 1))           # a constant buffer takes a traced value
         return x + buffer.sum(axis=0)
+
+    checked = check_trace(fn, SERIES, SIZES)
+    assert checked.count("Where") == 1
+
+
+def test_a_constant_used_then_written_keeps_its_earlier_values_for_earlier_uses():
+    def fn(x):
+        buffer = Tensor(np.ones(4, np.float32))
+        before = x * buffer                       # captured with its values now (ones)
+        buffer[1:3] = x.mean(axis=(0, 1))[1:3]    # recorded: buffer is traced from here
+        return before + x * buffer
 
     checked = check_trace(fn, SERIES, SIZES)
     assert checked.count("Where") == 1
