@@ -17,7 +17,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from deepsharp.errors import TraceErrorKind, TraceException
-from deepsharp.tracing import slices
 from deepsharp.tracing.reshape import Inexpressible, reshape_dims
 from deepsharp.tensors.ops.windows import NOTSET
 from deepsharp.tracing.symbols import Atom, Dim, Dims, Sym, describe, example, symbolic
@@ -177,83 +176,6 @@ def expand(ctx: DimContext) -> list[Dims]:
         else:
             out.append(1 if size == 1 else matching_atoms(ctx, size))
     return [tuple(out)]
-
-
-def slice_axes(dims: Dims, attrs: dict[str, Any]) -> list[str]:
-    """Per axis: 'full', 'flip' (full and reversed) or 'part'. A symbolic axis is full only when
-    its bounds take all of it at any size (`:`, `::-1`), not merely at the traced size."""
-    kinds = []
-    for dim, b, e, s in zip(dims, attrs["starts"], attrs["stops"], attrs["steps"]):
-        if not isinstance(dim, Sym):
-            kinds.append(slices.of_fixed(int(dim), b, e, s))
-            continue
-        try:
-            kinds.append(slices.of_symbolic(dim.example, b, e, s).kind)
-        except slices.Unsliceable:
-            kinds.append("part")
-    return kinds
-
-
-def sliced(ctx: DimContext, dim: Dim, b: int, e: int, s: int, axis: int, *,
-           output: int = 0, create: bool = True) -> tuple[str, Dim | None]:
-    """What start:stop:step takes of an axis of size `dim`: its kind and its length (a fixed
-    size, the symbol, or the shared atom of its length; None when that atom is not made yet and
-    `create` is off)."""
-    if not isinstance(dim, Sym):
-        return slices.of_fixed(int(dim), b, e, s), len(range(int(dim))[slice(b, e, s)])
-    try:
-        taken = slices.of_symbolic(dim.example, b, e, s)
-    except slices.Unsliceable as error:
-        raise ctx.symbolic(f"a slice of axis {axis}, whose size is the symbol {dim}: "
-                           f"{error}") from None
-    if taken.kind != "part":
-        return taken.kind, dim
-    if taken.k == 0:
-        return "part", taken.length(dim.example)
-    return "part", ctx.derived(dim, taken.d, taken.stride, output, axis, create=create)
-
-
-def slice_(ctx: DimContext) -> list[Dims]:
-    """Bounds as written: a fixed length, the symbol, or the shared atom of a length that
-    follows it (`x[:, 1:]` and `x[:, :-1]` are both steps-1); see tracing/slices.py."""
-    dims = ctx.operands[0].dims
-    attrs = ctx.attrs
-    return [tuple(sliced(ctx, dim, b, e, s, axis)[1] for axis, (dim, b, e, s) in enumerate(
-        zip(dims, attrs["starts"], attrs["stops"], attrs["steps"])))]
-
-
-def setitem(ctx: DimContext) -> list[Dims]:
-    """x[region] = value: x's dims; the value, of x's rank, has on each axis 1 or the region's
-    length."""
-    dims, value = ctx.operands[0].dims, ctx.operands[1].dims
-    attrs = ctx.attrs
-    for axis, (dim, b, e, s, v) in enumerate(zip(dims, attrs["starts"], attrs["stops"],
-                                                 attrs["steps"], value)):
-        if v == 1:
-            continue
-        _, length = sliced(ctx, dim, b, e, s, axis, create=False)
-        if length is None:
-            raise ctx.symbolic(f"axis {axis} of the value written is {v}, but the region written "
-                               f"of the symbolic axis {dim} has a length no operation made yet; "
-                               f"make the value from a slice of the same bounds")
-        _agree(ctx, axis, [v, length], example(v), "between the value and the region written")
-    return [dims]
-
-
-def arange(ctx: DimContext) -> list[Dims]:
-    """arange(start, stop, step): a length that follows a symbolic size when `stop` is one (a
-    product of atoms whose traced sizes make it: `x.shape[1]` arrives as a plain integer), noted
-    as `_stop` for the writer; else fixed (the result is then a constant)."""
-    attrs = ctx.attrs
-    start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
-    length = ctx.shapes[0][0]
-    if not all(float(v).is_integer() for v in (start, stop, step)) or step <= 0 or stop < 2:
-        return [(length,)]
-    stop_dim = matching_atoms(ctx, int(stop))
-    if not isinstance(stop_dim, Sym):
-        return [(length,)]
-    attrs["_stop"] = stop_dim
-    return [(ctx.derived(stop_dim, -int(start), int(step), 0, 0),)]
 
 
 def concat(ctx: DimContext) -> list[Dims]:
@@ -432,7 +354,6 @@ def positional(ctx: DimContext) -> list[Dims]:
     return results
 
 
-__all__ = ["DimContext", "DimRule", "Operand", "adaptive", "arange", "attention", "broadcast", "concat",
+__all__ = ["DimContext", "DimRule", "Operand", "adaptive", "attention", "broadcast", "concat",
            "describe", "elementwise", "embedding", "expand", "gather", "matmul", "padded",
-           "positional", "recurrent", "reduce", "resized", "reshape", "setitem", "slice_",
-           "slice_axes", "sliced", "transpose", "windowed"]
+           "positional", "recurrent", "reduce", "resized", "reshape", "transpose", "windowed"]

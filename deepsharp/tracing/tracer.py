@@ -26,7 +26,8 @@ from deepsharp.errors import OpError, TraceErrorKind, TraceException
 from deepsharp.tensors import modes
 from deepsharp.tensors.tensor import Record, Tensor, _as_array
 from deepsharp.tracing.constants import Constants
-from deepsharp.tracing.dims import DimContext, Operand, derived_name, positional, slice_axes
+from deepsharp.tracing.dims import DimContext, Operand, derived_name, positional
+from deepsharp.tracing.slices import slice_axes
 from deepsharp.tracing.graph import TraceGraph, TraceOp, TraceValue
 from deepsharp.tracing.model import TracedModel
 from deepsharp.tracing.symbols import Atom, Dims, Sym, describe, examples, symbolic

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 from onnx import TensorProto, helper
 
-from deepsharp.tracing import dims, slices
+from deepsharp.tracing import slices
 from deepsharp.tracing.symbols import Sym
 from deepsharp_export_onnx.write.nodes import Emit, writes_primitive
 
@@ -66,7 +66,7 @@ def _symbolic_axis(emit: Emit, dim: Sym, b: int, e: int, s: int, axis: int,
                       suffix=f"{label}_place")
 
 
-@writes_primitive("setitem", dims=dims.setitem)
+@writes_primitive("setitem", dims=slices.setitem)
 def _setitem(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int]) -> str:
     old, value = inputs
     known, value_dims = emit.dims(0), emit.dims(1)
@@ -100,7 +100,7 @@ def _setitem(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int
     return emit("Where", [mask, placed, old])
 
 
-@writes_primitive("arange", dims=dims.arange)
+@writes_primitive("arange", dims=slices.arange)
 def _arange(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int]) -> str:
     """Range(start, stop, step), its stop the symbolic size the trace read it as."""
     dtype = np.dtype(attrs["dtype"])

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from onnx import helper
 
-from deepsharp.tracing import dims
+from deepsharp.tracing import dims, slices
 from deepsharp.tracing.dims import DimRule
 from deepsharp.tracing.symbols import Dims
 from deepsharp_export_onnx.graph import Tape
@@ -205,12 +205,12 @@ def _gather(emit, inputs, attrs, ranks):
     return emit("Gather", inputs, {"axis": int(attrs["axis"]), "_negative": negative})
 
 
-@writes_primitive("slice", dims=dims.slice_)
+@writes_primitive("slice", dims=slices.slice_)
 def _slice(emit, inputs, attrs, ranks):
     """Only the axes not taken whole; a reversed whole axis (flip) runs from -1 to the start, which
     holds at any size."""
     known = emit.dims(0)
-    kinds = dims.slice_axes(known, attrs) if known is not None else ["part"] * ranks[0]
+    kinds = slices.slice_axes(known, attrs) if known is not None else ["part"] * ranks[0]
     starts, ends, axes, steps = [], [], [], []
     for axis, (b, e, s, kind) in enumerate(zip(attrs["starts"], attrs["stops"], attrs["steps"],
                                                kinds)):

@@ -182,30 +182,14 @@ def losses_for(loss: Any, names: Sequence[str], faults: list[str]) -> dict[str, 
 
 def export_module(exporter: Any, module: Module, loss: Any) -> onnx.ModelProto:
     """The traced graph of `module`'s evaluation pass (see the module docstring)."""
-    from deepsharp_export_onnx.write.export import META_FEATURES, META_SHAPE, name_faults
+    from deepsharp_export_onnx.write.export import name_faults
 
     faults: list[str] = []
     examples = inputs_of(exporter, module, faults)
     if faults:
         raise ExportRefused(faults)
+    traced = _trace(exporter, module, loss, examples)
     names = list(examples)
-    if exporter.axis_names is None:
-        axes: Any = [default_axes(a) for a in examples.values()]
-    else:
-        axes = exporter.axis_names
-    single = len(names) == 1 and isinstance(loss, Loss)
-
-    def call(*xs: Tensor) -> dict[str, Tensor]:
-        result = module.logits(xs[0], loss) if single else module.forward(*xs)
-        return named_outputs(result, exporter)
-
-    try:
-        traced = trace_module(module, examples, axes, call=call)
-    except DeepsharpError as error:  # a trace refused, or the module failing on the example
-        made = "" if exporter.example is not None or isinstance(error, TraceException) else (
-            f"; it ran on a made example ({_made(examples)}): pass example= a batch the module "
-            f"runs on")
-        raise ExportRefused([f"{type(module).__name__} (traced): {error}{made}"]) from error
     outputs = [name[:-len("/logits")] for name in traced.output_names]
     chosen = losses_for(loss, outputs, faults)
     lowering = Lowering(traced.graph)
@@ -223,6 +207,33 @@ def export_module(exporter: Any, module: Module, loss: Any) -> onnx.ModelProto:
     faults += opset_faults(tape, exporter.max_opset)
     if faults:
         raise ExportRefused(faults)
+    return tape.to_model(names, outputs, metadata=_metadata(exporter, examples),
+                         graph_name="deepsharp", producer=("deepsharp", deepsharp.__version__))
+
+
+def _trace(exporter: Any, module: Module, loss: Any, examples: dict[str, np.ndarray]) -> Any:
+    """The evaluation pass traced on `examples`: a module's logits for one input and one loss
+    (as for a stack), else its forward; every failure an ExportRefused naming the module."""
+    axes = (exporter.axis_names if exporter.axis_names is not None
+            else [default_axes(a) for a in examples.values()])
+    single = len(examples) == 1 and isinstance(loss, Loss)
+
+    def call(*xs: Tensor) -> dict[str, Tensor]:
+        result = module.logits(xs[0], loss) if single else module.forward(*xs)
+        return named_outputs(result, exporter)
+
+    try:
+        return trace_module(module, examples, axes, call=call)
+    except DeepsharpError as error:  # a trace refused, or the module failing on the example
+        made = "" if exporter.example is not None or isinstance(error, TraceException) else (
+            f"; it ran on a made example ({_made(examples)}): pass example= a batch the module "
+            f"runs on")
+        raise ExportRefused([f"{type(module).__name__} (traced): {error}{made}"]) from error
+
+
+def _metadata(exporter: Any, examples: dict[str, np.ndarray]) -> dict[str, str]:
+    from deepsharp_export_onnx.write.export import META_FEATURES, META_SHAPE
+
     metadata = {}
     if exporter.shape is not None or len(examples) == 1:
         shape = exporter.shape if exporter.shape is not None else \
@@ -230,5 +241,4 @@ def export_module(exporter: Any, module: Module, loss: Any) -> onnx.ModelProto:
         metadata[META_SHAPE] = str(shape)
     if exporter.features:
         metadata[META_FEATURES] = json.dumps(list(exporter.features))
-    return tape.to_model(names, outputs, metadata=metadata, graph_name="deepsharp",
-                         producer=("deepsharp", deepsharp.__version__))
+    return metadata
