@@ -246,7 +246,8 @@ def _rebase(tensor: Tensor, result: Tensor, what: str) -> Tensor:
     """Write `result` into the tensor's storage and give it `result`'s history; then the same for
     every tensor it is a view of (their storage already holds the new values). Any other tensor
     sharing the storage keeps a history that no longer matches: it is stale (versions.py)."""
-    tensor._data[...] = result._data
+    with _writable(tensor, what):
+        tensor._data[...] = result._data
     counter = tensor._version_counter()
     counter.moved(what, rebased=True)
     _take(tensor, result, counter.rebases, what)

@@ -34,11 +34,19 @@ class Record:
         self.saved = saved
         self.shapes = tuple(o.shape for o in outputs)
         self.dtypes = tuple(o.dtype for o in outputs)
-        # where each input's gradient goes, as it was when this ran: an input written in place
-        # later gets a new history, which this record must not follow
-        self.edges = [(t.record, t.index, t.requires_grad) for t in inputs]
-        # checked by backward (versions.py)
-        self.versions = [0 if t._counter is None else t._counter.version for t in inputs]
+        # where each input's gradient goes, as it was when this ran (an input written in place
+        # later gets a new history, which this record must not follow), and each input's version,
+        # which backward checks (versions.py); an input whose history is stale is refused
+        self.edges, self.versions = [], []
+        for t in inputs:
+            self.edges.append((t.record, t.index, t.requires_grad))
+            counter = t._counter
+            if counter is None:
+                self.versions.append(0)
+                continue
+            if t._seen != counter.rebases:
+                check_current((t,), op)
+            self.versions.append(counter.version)
         self.saved_outputs: tuple[tuple[int, Version, int], ...] = ()
 
     def __repr__(self) -> str:
@@ -391,7 +399,6 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     # an operation without tensor inputs (arange) is shown to the tracer: its size may be symbolic
     traced = hook is not None and (hook.involves(tensors) if tensors else True)
     if needs_grad or traced:
-        check_current(tensors, op)
         record = Record(op, tensors, attrs, saved, outs)
         if needs_grad and saved is not None:
             counters = {i: results[i]._version_counter() for i in saved_outputs(saved, outs)}
