@@ -22,7 +22,7 @@ from deepsharp.schedules import Cosine, ExponentialDecay, LinearWarmup, Schedule
 from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, float64, no_grad
-from deepsharp.tensors.creation import arange
+from deepsharp.tensors.api.build import arange
 from deepsharp.tracing import TraceErrorKind, TraceException, TracedModel, Tracer
 
 __version__ = "0.1.0"

@@ -89,11 +89,37 @@ class Tape:
             self.annotations[new] = self.annotations.pop(old)
 
     # -- writing the model ---------------------------------------------------------------------------
+    def value_types(self) -> dict[str, int | None]:
+        """The element type of every value: as annotated, an initializer's, else what its node
+        makes of its inputs' (`opsets.result_types`)."""
+        types: dict[str, int | None] = {n: t for n, (t, _) in self.annotations.items()}
+        for name, array in self.initializers.items():
+            types[name] = helper.np_dtype_to_tensor_dtype(array.dtype)
+        for node in self.nodes:
+            ins = [types.get(i) for i in node.inputs]
+            for name, t in zip(node.outputs, opsets.result_types(node.op_type, node.attrs, ins,
+                                                                 len(node.outputs))):
+                types.setdefault(name, t)
+        return types
+
+    def node_needs(self, node: Node, types: dict[str, int | None] | None = None) -> int:
+        """The oldest set holding `node` for its inputs' element types."""
+        types = self.value_types() if types is None else types
+        try:
+            return opsets.needs(node.op_type, node.attrs, [types.get(i) for i in node.inputs])
+        except opsets.NoKernel as error:
+            from deepsharp_export_onnx.errors import ExportRefused
+
+            raise ExportRefused([f"{node.owner or 'the graph'}: node {node.name!r}: {error}"]) \
+                from None
+
     def needed_opset(self) -> int:
-        return max([opsets.FLOOR] + [opsets.needs(n.op_type, n.attrs) for n in self.nodes])
+        types = self.value_types()
+        return max([opsets.FLOOR] + [self.node_needs(n, types) for n in self.nodes])
 
     def nodes_needing_more_than(self, opset: int) -> list[Node]:
-        return [n for n in self.nodes if opsets.needs(n.op_type, n.attrs) > opset]
+        types = self.value_types()
+        return [n for n in self.nodes if self.node_needs(n, types) > opset]
 
     def _value_info(self, name: str) -> onnx.ValueInfoProto:
         elem_type, dims = self.annotations[name]

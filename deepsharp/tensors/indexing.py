@@ -1,5 +1,5 @@
-"""Basic indexing of tensors (integers, slices, None, Ellipsis) as slice + reshape records, and
-integer-array indexing along one axis as a gather."""
+"""Basic indexing of tensors (integers, slices, None, Ellipsis) as slice + reshape records;
+indexing with integer and bool arrays in `advanced_index`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 
 from deepsharp.errors import OpError
+from deepsharp.tensors.advanced_index import getitem as advanced_getitem
+from deepsharp.tensors.advanced_index import is_advanced
 
 END = 2 ** 63 - 1   # a bound running to the end of an axis, at any size (Python's omitted stop)
 START = -END        # a stop running to the start, with a negative step (Python's omitted stop)
@@ -67,13 +69,10 @@ def basic_index(shape: tuple[int, ...], index: Any) -> tuple[tuple[int, ...], ..
 
 
 def getitem(tensor, index: Any):
-    from deepsharp.tensors.tensor import Tensor, apply
+    from deepsharp.tensors.tensor import apply
 
-    if isinstance(index, (Tensor, np.ndarray, list)):
-        indices = index if isinstance(index, Tensor) else Tensor(np.asarray(index))
-        if indices.dtype.kind not in "iu":
-            raise OpError(f"indexing with an array needs integers, received {indices.dtype}")
-        return apply("gather", tensor, indices, axis=0)
+    if is_advanced(index):
+        return advanced_getitem(tensor, index)
     starts, stops, steps, out_shape, _ = basic_index(tensor.shape, index)
     result = tensor
     # bounds are kept as written (a negative one counts from the end, END runs to the end), so a

@@ -274,4 +274,5 @@ def _inverse(view: Tensor, base: Tensor, op: str, attrs: dict) -> Tensor:
         return apply("reshape", view, shape=base.shape)
     if op == "transpose":
         return apply("transpose", view, perm=tuple(int(p) for p in np.argsort(attrs["perm"])))
-    return apply("setitem", _stand_in(base, share=True), view, **attrs)
+    region = {k: attrs[k] for k in ("starts", "stops", "steps")}
+    return apply("setitem", _stand_in(base, share=True), view, **region)

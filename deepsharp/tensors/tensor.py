@@ -13,7 +13,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors import modes
+from deepsharp.tensors import keywords, modes
+from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
 from deepsharp.tensors.versions import (
     Version, check_current, saved_outputs, share_views,
@@ -68,7 +69,7 @@ def _as_array(value: Any, dtype: Any = None, what: str = "Tensor()") -> np.ndarr
     return array
 
 
-class Tensor:
+class Tensor(TensorMethods):
     """A float32 (or int64 / bool) array that records the operations made from it.
 
     >>> x = Tensor([[1.0, 2.0]], requires_grad=True)
@@ -78,7 +79,8 @@ class Tensor:
     array([[2., 4.]], dtype=float32)
 
     Library code reads the array as `_data`; user code reads values with `numpy()`, `item()` or
-    `tolist()` (which a tracer refuses on traced tensors).
+    `tolist()` (which a tracer refuses on traced tensors). The vocabulary (reductions, axes,
+    comparisons, indexing by arrays, ...) comes from `TensorMethods` (deepsharp/tensors/methods.py).
     """
 
     __slots__ = ("_data", "requires_grad", "grad", "record", "index", "name", "_counter", "_seen",
@@ -138,10 +140,6 @@ class Tensor:
     @property
     def ndim(self) -> int:
         return self._data.ndim
-
-    @property
-    def size(self) -> int:
-        return self._data.size
 
     def __len__(self) -> int:
         return self._data.shape[0]
@@ -289,73 +287,16 @@ class Tensor:
     def sigmoid(self): return apply("sigmoid", self)
     def tanh(self): return apply("tanh", self)
 
-    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> "Tensor":
-        return apply("sum", self, axes=_axes(axis, self.ndim), keepdims=int(keepdims))
-
-    def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> "Tensor":
-        return apply("mean", self, axes=_axes(axis, self.ndim), keepdims=int(keepdims))
-
-    def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> "Tensor":
-        return apply("max", self, axes=_axes(axis, self.ndim), keepdims=int(keepdims))
-
     def reshape(self, *shape: int) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return apply("reshape", self, shape=tuple(int(s) for s in shape))
 
-    def transpose(self, *perm: int) -> "Tensor":
-        if len(perm) == 1 and isinstance(perm[0], (tuple, list)):
-            perm = tuple(perm[0])
-        if not perm:
-            perm = tuple(reversed(range(self.ndim)))
-        return apply("transpose", self, perm=tuple(int(p) % self.ndim for p in perm))
-
-    permute = transpose
-
-    @property
-    def T(self) -> "Tensor":
-        return self.transpose()
-
-    def swapaxes(self, a: int, b: int) -> "Tensor":
-        perm = list(range(self.ndim))
-        perm[a], perm[b] = perm[b], perm[a]
-        return self.transpose(*perm)
-
-    def expand(self, *shape: int) -> "Tensor":
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return apply("expand", self, shape=tuple(int(s) for s in shape))
-
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> "Tensor":
-        """Drop axes of size 1 (all of them, or those named): a reshape."""
-        axes = ([i for i, n in enumerate(self.shape) if n == 1] if axis is None
-                else list(_axes(axis, self.ndim)))
-        wide = [i for i in axes if self.shape[i] != 1]
-        if wide:
-            raise OpError(f"squeeze: axis {wide[0]} has size {self.shape[wide[0]]}, not 1")
-        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
-
-    def unsqueeze(self, axis: int) -> "Tensor":
-        """A new axis of size 1 at `axis` (of the result): a reshape."""
-        axis = int(axis) % (self.ndim + 1)
-        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
-
-    def flip(self, axis: int | Sequence[int] | None = None) -> "Tensor":
-        """The values in reverse order along `axis` (every axis when None): a slice of step -1."""
-        from deepsharp.tensors.indexing import END, START
-
-        flipped = set(_axes(axis, self.ndim))
-        starts, stops, steps = [], [], []
-        for i in range(self.ndim):  # bounds as written (x[::-1]): they hold at any size
-            b, e, s = (-1, START, -1) if i in flipped else (0, END, 1)
-            starts.append(b), stops.append(e), steps.append(s)
-        return apply("slice", self, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
-
-    def select(self, axis: int, index: int) -> "Tensor":
-        """The values at position `index` of `axis`, which is dropped: a gather by a scalar index,
+    def select(self, dim: int, index: int) -> "Tensor":
+        """The values at position `index` of `dim`, which is dropped: a gather by a scalar index,
         kept as given (a negative index counts from the end, whatever the axis's size)."""
         return apply("gather", self, Tensor(np.asarray(int(index), dtype=np.int64)),
-                     axis=int(axis) % self.ndim)
+                     axis=keywords.axis("select", dim, self.ndim))
 
     def __getitem__(self, index: Any) -> "Tensor":
         from deepsharp.tensors.indexing import getitem
@@ -364,14 +305,6 @@ class Tensor:
 
     def astype(self, dtype: Any) -> "Tensor":
         return apply("cast", self, to=np.dtype(dtype).str)
-
-
-def _axes(axis: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, (int, np.integer)):
-        axis = (axis,)
-    return tuple(sorted(int(a) % ndim for a in axis))
 
 
 def as_tensor(value: Any, like: np.ndarray | None = None) -> Tensor:
@@ -394,7 +327,8 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     outs = out if prim.outputs > 1 else (out,)
     results = tuple(Tensor._wrap(o) for o in outs)
     share_views(tensors, outs, results, op, attrs)
-    needs_grad = modes.grad_enabled() and any(t.requires_grad for t in tensors)
+    needs_grad = (prim.differentiable and modes.grad_enabled()
+                  and any(t.requires_grad for t in tensors))
     hook = modes.trace_hook()
     # an operation without tensor inputs (arange) is shown to the tracer: its size may be symbolic
     traced = hook is not None and (hook.involves(tensors) if tensors else True)
@@ -406,7 +340,7 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
         for i, r in enumerate(results):
             r.record = record
             r.index = i
-            r.requires_grad = needs_grad
+            r.requires_grad = needs_grad and r.dtype.kind == "f"  # (bool and int results: none)
         if traced:
             hook.on_record(record, results)
     return results if prim.outputs > 1 else results[0]

@@ -137,9 +137,17 @@ def sliced(ctx: DimContext, dim: Dim, b: int, e: int, s: int, axis: int, *,
 
 def slice_(ctx: DimContext) -> list[Dims]:
     """Bounds as written: a fixed length, the symbol, or the shared atom of a length that
-    follows it (`x[:, 1:]` and `x[:, :-1]` are both steps-1); see tracing/slices.py."""
+    follows it (`x[:, 1:]` and `x[:, :-1]` are both steps-1); see tracing/slices.py. Bounds
+    computed from a symbolic axis's size (`sized`: split, chunk) are refused."""
     dims = ctx.operands[0].dims
     attrs = ctx.attrs
+    for axis in attrs.get("sized", ()):
+        if isinstance(dims[axis], Sym):
+            raise ctx.symbolic(f"axis {axis}, whose size is the symbol {dims[axis]}, is split into "
+                               f"pieces computed from its traced size {dims[axis].example} (split, "
+                               f"chunk); a graph cannot split a symbolic axis into a number of "
+                               f"pieces that depends on it: split a fixed axis, or slice with "
+                               f"bounds counted from the ends (x[:, :k], x[:, k:])")
     return [tuple(sliced(ctx, dim, b, e, s, axis)[1] for axis, (dim, b, e, s) in enumerate(
         zip(dims, attrs["starts"], attrs["stops"], attrs["steps"])))]
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import itertools
 from typing import Any, Callable, Mapping, Sequence
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from deepsharp.errors import OpError, TraceErrorKind, TraceException
 from deepsharp.tensors import modes
 from deepsharp.tensors.tensor import Record, Tensor, _as_array
+from deepsharp.tensors.weak import WeakIdKeyDictionary
 from deepsharp.tracing.constants import Constants
 from deepsharp.tracing.dims import DimContext, Operand, derived_name, positional
 from deepsharp.tracing.slices import slice_axes
@@ -84,7 +84,7 @@ class Tracer:
     def __init__(self) -> None:
         self._state = "new"
         self._hook_cm: Any = None
-        self._values: WeakKeyDictionary[Tensor, int] = WeakKeyDictionary()
+        self._values: WeakIdKeyDictionary[Tensor, int] = WeakIdKeyDictionary()
         self._graph = TraceGraph()
         self._ids = itertools.count()
         self._calls = itertools.count(1)

@@ -63,8 +63,15 @@ class TraceEmit(Emit):
         dims = value.dims if perm is None else tuple(value.dims[p] for p in perm)
         self.tape.annotate(name, onnx_dims(dims), elem_type(value.dtype))
 
-    def promoted(self, inputs: Sequence[str], skip: Sequence[int] = ()) -> list[str]:
-        target = self._value(self.op.outputs[0]).dtype
+    def dtype(self, index: int) -> np.dtype:
+        return self._value(self.op.inputs[index]).dtype
+
+    def result_dtype(self, index: int = 0) -> np.dtype:
+        return self._value(self.op.outputs[index]).dtype
+
+    def promoted(self, inputs: Sequence[str], skip: Sequence[int] = (), to: Any = None
+                 ) -> list[str]:
+        target = self._value(self.op.outputs[0]).dtype if to is None else np.dtype(to)
         result = []
         for index, name in enumerate(inputs):
             value = self._value(self.op.inputs[index])
@@ -225,10 +232,8 @@ class Lowering:
 def opset_faults(tape: Tape, max_opset: int | None) -> list[str]:
     if max_opset is None:
         return []
-    from deepsharp_export_onnx import opsets
-
     return [f"{node.owner}: node {node.name!r} ({node.op_type}) needs operator set "
-            f"{opsets.needs(node.op_type, node.attrs)}, above max_opset {max_opset}"
+            f"{tape.node_needs(node)}, above max_opset {max_opset}"
             for node in tape.nodes_needing_more_than(max_opset)]
 
 

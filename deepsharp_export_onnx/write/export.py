@@ -228,12 +228,10 @@ class OnnxExport:
     def _opset_faults(self, tape: Tape) -> list[str]:
         if self.max_opset is None or tape.needed_opset() <= self.max_opset:
             return []
-        from deepsharp_export_onnx import opsets
-
         faults = []
         for node in tape.nodes_needing_more_than(self.max_opset):
             faults.append(f"step {node.owner}: node {node.name!r} ({node.op_type}) needs operator "
-                          f"set {opsets.needs(node.op_type, node.attrs)}, above max_opset "
+                          f"set {tape.node_needs(node)}, above max_opset "
                           f"{self.max_opset}")
         return faults
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from deepsharp.tensors.indexing import END, START
-from tests.support.cases import case, no_gradient, normal
+from tests.support.cases import case, normal
 
 # x[1:3, ::2] = v (v broadcast along the first axis); x[-1, 4:0:-2] = v; x[...] = v (fill_)
 case("setitem", "slices")(lambda: ([normal(4, 5), normal(1, 3)],
@@ -13,4 +13,3 @@ case("setitem", "negative")(lambda: ([normal(4, 5), normal(1, 2)],
 case("setitem", "reversed-all")(lambda: ([normal(3, 4), normal(3, 1)],
                                          {"starts": (-1, 0), "stops": (START, END),
                                           "steps": (-1, 1)}))
-no_gradient("arange", "it has no tensor input")

@@ -43,7 +43,7 @@ WRITES = {
     "arithmetic": lambda y, x: (y.add_(1.0), y.mul_(WEIGHT), y.div_(x * x + 1.0),
                                 y.sub_(x, alpha=0.5)),
     "augmented": lambda y, x: y.__iadd__(x[:, ::-1]),
-    "through views": lambda y, x: (y.transpose(0, 2, 1)[:, 0].fill_(3.0),
+    "through views": lambda y, x: (y.transpose(1, 2)[:, 0].fill_(3.0),
                                    y[:, 1][:, 1:].fill_(-3.0)),
 }
 
@@ -133,6 +133,20 @@ def test_a_slice_of_a_symbolic_axis_follows_it(name):
     if steps is not None:
         assert (output[1].dim_param or output[1].dim_value) == steps
     assert "Shape" not in checked.ops()  # Slice counts a negative bound from the end itself
+
+
+def test_narrow_from_the_end_counts_from_the_end_at_any_size():
+    check_trace(lambda x: x.narrow(1, -3, 2) * 2.0, SERIES, SIZES)
+
+
+@pytest.mark.parametrize("pieces", [lambda x: x.chunk(2, dim=1), lambda x: x.split(3, dim=1)])
+def test_pieces_of_a_symbolic_axis_are_refused(pieces):
+    with Tracer() as tracer:
+        x = tracer.input("x", np.ones((3, 7, 4), np.float32), {0: "batch", 1: "steps"})
+        with pytest.raises(TraceException, match="SYMBOLIC_SHAPE: slice .* axis 1, whose size is "
+                                                 "the symbol steps, is split into pieces "
+                                                 "computed from its traced size 7"):
+            pieces(x)
 
 
 def test_a_derived_length_feeds_a_reshape():

@@ -16,7 +16,6 @@ import numpy as np
 
 Case = Callable[[], tuple[list[np.ndarray], dict[str, Any]]]
 CASES: list[tuple[str, str, Case]] = []  # (primitive, case id, builder)
-NO_GRADIENT: dict[str, str] = {}  # primitives with no gradient to check, and why
 
 
 def case(primitive: str, label: str = "") -> Callable[[Case], Case]:
@@ -25,10 +24,6 @@ def case(primitive: str, label: str = "") -> Callable[[Case], Case]:
         return fn
 
     return register
-
-
-def no_gradient(primitive: str, why: str) -> None:
-    NO_GRADIENT[primitive] = why
 
 
 _generator = np.random.default_rng(1234)

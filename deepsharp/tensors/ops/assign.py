@@ -31,7 +31,7 @@ class SetItem:
         return ga, unbroadcast(grad[where], value.shape)
 
 
-@primitive("arange")
+@primitive("arange", differentiable=False)
 class Arange:
     """numpy's arange(start, stop, step) as `dtype` (a numpy dtype string). No inputs, no
     gradient."""
