@@ -28,6 +28,7 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import modes
+from deepsharp.tensors.advanced_index import is_advanced
 from deepsharp.tensors.indexing import basic_index
 from deepsharp.tensors.tensor import Tensor, _as_array, apply, as_tensor
 from deepsharp.tensors.versions import check_current, describe, reads, refuse_write
@@ -66,10 +67,10 @@ def assign(tensor: Tensor, index: Any, value: Any, what: str) -> Tensor:
     mask = _bool_mask(index)
     if mask is not None:
         return _rebase(tensor, _masked(tensor, mask, _cast(value, tensor, what), what), what)
-    if _advanced(index):
-        raise refuse_write(tensor, f"{what}: writing through an index of integer arrays or "
-                           f"tensors is not recorded (a graph cannot hold it); write through "
-                           f"slices and integers, a boolean mask, or under no_grad()")
+    if is_advanced(index):
+        raise refuse_write(tensor, f"{what}: writing through an index of integer arrays, "
+                           f"tensors or bools is not recorded (a graph cannot hold it); write "
+                           f"through slices and integers, a boolean mask, or under no_grad()")
     starts, stops, steps, out_shape, kinds = basic_index(tensor.shape, index)
     value = _region_value(_cast(value, tensor, what), out_shape, kinds, tensor.shape, what)
     old = _stand_in(tensor, share=True)
@@ -107,11 +108,6 @@ def _bool_mask(index: Any) -> Tensor | None:
     if isinstance(index, (Tensor, np.ndarray)) and index.dtype == np.bool_:
         return index if isinstance(index, Tensor) else Tensor(index)
     return None
-
-
-def _advanced(index: Any) -> bool:
-    items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(i, (Tensor, np.ndarray, list)) for i in items)
 
 
 @contextlib.contextmanager

@@ -327,7 +327,7 @@ def test_a_leaf_that_requires_gradients_is_refused_as_pytorch_refuses_it(write, 
     (lambda y: y.detach().__setitem__(0, Tensor(normal(4), requires_grad=True)),
      r"x\[\.\.\.\] = value: the tensor is a view \(detach\) of a float32 tensor of shape "
      r"\(3, 4\) \(made by mul\)"),
-    (lambda y: y.__setitem__([0, 2], 1.0), r"integer arrays or tensors is not recorded"),
+    (lambda y: y.__setitem__([0, 2], 1.0), r"integer arrays, tensors or bools is not recorded"),
     (lambda y: y.__setitem__(normal(3, 4) > 0, Tensor(normal(5))),
      r"a value of shape \(5,\) written through a boolean mask is recorded only when"),
     (lambda y: y.__setitem__(0, Tensor(normal(5))), r"could not broadcast a value of shape "
