@@ -2,6 +2,8 @@
 
 `load_breast_cancer()` is the Wisconsin diagnostic breast cancer data (569 tumours, 30
 measurements of cell nuclei, label 1 = malignant), as scikit-learn ships it, stored as CSV.
+`load_digits()` is the UCI handwritten digits scikit-learn ships (1,797 images of 8 x 8 pixels
+counted 0-16, label the digit), stored as CSV.
 """
 
 from __future__ import annotations
@@ -22,12 +24,22 @@ class Dataset:
     features: tuple[str, ...]
 
 
-def load_breast_cancer() -> Dataset:
-    text = resources.files("deepsharp.data").joinpath("breast_cancer.csv").read_text()
+def _bundled(name: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    text = resources.files("deepsharp.data").joinpath(name).read_text()
     rows = list(csv.reader(text.splitlines()))
-    header, body = rows[0], rows[1:]
-    values = np.asarray(body, dtype=np.float64)
+    return np.asarray(rows[1:], dtype=np.float64), tuple(rows[0])
+
+
+def load_breast_cancer() -> Dataset:
+    values, header = _bundled("breast_cancer.csv")
     return Dataset(values[:, :-1].astype(np.float32), values[:, -1].astype(np.float32),
+                   tuple(header[:-1]))
+
+
+def load_digits() -> Dataset:
+    """x: the 64 pixels of each image (row by row) as float32 counts 0-16; y: the digit (int64)."""
+    values, header = _bundled("digits.csv")
+    return Dataset(values[:, :-1].astype(np.float32), values[:, -1].astype(np.int64),
                    tuple(header[:-1]))
 
 

@@ -29,6 +29,14 @@ class TrainingError(DeepsharpError, RuntimeError):
     """Training cannot go on (a non-finite loss names its epoch and batch)."""
 
 
+class DataError(DeepsharpError, ValueError):
+    """The inputs given to `fit` or `predict` are unusable (NaN where numbers must be finite)."""
+
+
+class MissingExtra(DeepsharpError, ImportError):
+    """A feature needs an optional extra that is not installed (`pip install "deepsharp[plot]"`)."""
+
+
 class StateError(DeepsharpError, KeyError):
     """A state dict or saved file does not match the network slot by slot."""
 

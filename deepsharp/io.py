@@ -4,7 +4,12 @@
   metadata), the input shape, the feature names, and every slot by path. Loading is strict by slot
   path.
 - `save_weights(module, path)` / `load_weights(module, path)`: the slots only, for networks written
-  as code.
+  as code (`save(module, path)` writes this too for a module that is not a stack).
+- `save_state_dict(state, path)` / `load_state_dict(path)`: a state dict as PyTorch users keep one
+  (`module.load_state_dict(load_state_dict(path))` checks every key, strictly by default).
+
+Networks and weights files also hold which parameters are frozen (`requires_grad=False`); loading
+gives those flags back.
 - `save_checkpoint` / `load_checkpoint`: the slots, the optimizer's state by parameter path, the
   callbacks' arrays, the history and the step count; `fit(checkpoint=..., resume=True)` uses them.
 
@@ -54,7 +59,8 @@ def _write(path: Any, tensors: dict[str, np.ndarray], metadata: dict[str, str]) 
     write_atomic(path, _serialize(arrays, metadata=metadata))
 
 
-def _read(path: Any, expected_format: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+def _read(path: Any, expected_format: str,
+          weights_hint: bool = False) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     try:
         with safe_open(str(path), framework="np") as handle:
             metadata = handle.metadata() or {}
@@ -64,17 +70,52 @@ def _read(path: Any, expected_format: str) -> tuple[dict[str, np.ndarray], dict[
     except Exception as error:  # safetensors raises its own error types for a damaged file
         raise StateError(f"{path}: not a readable safetensors file ({error})") from None
     found = metadata.get("format")
+    if weights_hint and found == FORMAT_WEIGHTS:
+        raise StateError(f"{path}: holds {found}, expected {expected_format}: the weights of a "
+                         f"{metadata.get('class', 'module')} written as code; make the module in "
+                         f"your code, then module.load_weights(path)")
     if found != expected_format:
         raise StateError(f"{path}: holds {found or 'no deepsharp format'}, expected {expected_format}")
     return tensors, metadata
 
 
+def frozen_paths(module: Any) -> str:
+    """The paths of the parameters kept out of training, as JSON (the files' `frozen` entry)."""
+    return json.dumps([path for path, p in module.named_parameters() if not p.requires_grad])
+
+
+def restore_frozen(module: Any, metadata: dict[str, str], path: Any) -> None:
+    """Give back the frozen flags a file holds (a file without the entry changes none)."""
+    if "frozen" not in metadata:
+        return
+    try:
+        frozen = json.loads(metadata["frozen"])
+    except ValueError:
+        frozen = None
+    known = dict(module.named_parameters())
+    if not isinstance(frozen, list) or not all(isinstance(f, str) for f in frozen):
+        raise StateError(f"{path}: its frozen entry must be a list of parameter paths, received "
+                         f"{metadata['frozen'][:80]!r}")
+    unknown = sorted(set(frozen) - set(known))
+    if unknown:
+        raise StateError(f"{path}: marks {unknown} frozen, which are not parameters of this "
+                         f"{type(module).__name__}")
+    for name, parameter in known.items():
+        parameter.requires_grad = name not in frozen
+
+
 def save(network: Any, path: Any) -> None:
+    """A stack whole (spec, input shape, features, slots, frozen flags); a module written as code
+    by its weights, as `save_weights` (its class comes from the user's code)."""
+    if not hasattr(network, "spec") or not hasattr(network, "input_shape"):
+        save_weights(network, path)
+        return
     metadata = {
         "format": FORMAT_NETWORK,
         "spec": network.spec.to_json(),
         "input_shape": str(network.input_shape),
         "features": json.dumps(list(network.features or [])),
+        "frozen": frozen_paths(network),
     }
     _write(path, network.state_dict(), metadata)
 
@@ -85,23 +126,43 @@ def load(path: Any):
     from deepsharp.sequential import Sequential
     from deepsharp.shape import Shape
 
-    tensors, metadata = _read(path, FORMAT_NETWORK)
+    tensors, metadata = _read(path, FORMAT_NETWORK, weights_hint=True)
     spec = Sequential.from_json(metadata["spec"])
     network = spec.lower(Shape.parse(metadata["input_shape"]), RandomStream(0))
     try:
         network.load_state_dict(tensors, strict=True)
     except StateError as error:
         raise StateError(f"{path}: {error}") from None
+    restore_frozen(network, metadata, path)
     return network.with_features(json.loads(metadata.get("features", "[]")) or None)
 
 
 def save_weights(module: Any, path: Any) -> None:
-    _write(path, module.state_dict(), {"format": FORMAT_WEIGHTS, "class": type(module).__name__})
+    _write(path, module.state_dict(), {"format": FORMAT_WEIGHTS, "class": type(module).__name__,
+                                       "frozen": frozen_paths(module)})
 
 
 def load_weights(module: Any, path: Any, strict: bool = True) -> None:
-    tensors, _ = _read(path, FORMAT_WEIGHTS)
+    tensors, metadata = _read(path, FORMAT_WEIGHTS)
     module.load_state_dict(tensors, strict=strict)
+    if strict:
+        restore_frozen(module, metadata, path)
+
+
+def save_state_dict(state: dict[str, Any], path: Any) -> None:
+    """Write a state dict (path -> array) as safetensors, atomically (`torch.save(state_dict)`)."""
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise StateError(f"save_state_dict: state must be a dict of arrays by path, received "
+                         f"{type(state).__name__}")
+    arrays = {k: np.asarray(getattr(v, "_data", v)) for k, v in state.items()}
+    _write(path, arrays, {"format": FORMAT_WEIGHTS, "class": "state_dict"})
+
+
+def load_state_dict(path: Any) -> dict[str, np.ndarray]:
+    """The state dict in a weights file, for `module.load_state_dict(...)` (which checks every
+    key against the module's, strictly by default)."""
+    tensors, _ = _read(path, FORMAT_WEIGHTS)
+    return tensors
 
 
 # -- checkpoints ---------------------------------------------------------------------------------

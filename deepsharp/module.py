@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from deepsharp.errors import StateError
+from deepsharp.errors import SpecError, StateError
 from deepsharp.tensors import Tensor, no_grad
 from deepsharp.tensors.tensor import _as_array
 
@@ -222,16 +222,35 @@ class Module:
         module written as code returns its forward."""
         return self.forward(x)
 
-    def predict(self, x: Any, loss: Any, batch_size: int | None = None) -> np.ndarray:
-        """The evaluation pass, then the loss's output activation: what an exported graph answers."""
+    def predict(self, x: Any, loss: Any = None, batch_size: int | None = None) -> Any:
+        """The evaluation pass, then the loss's output activation: what an exported graph answers.
+        `loss` may be one per output (a dict or a sequence); several outputs come back in
+        forward's structure (see `deepsharp.training.predict`)."""
         from deepsharp.training import predict
 
+        if loss is None:
+            raise SpecError("predict: needs the loss the module was trained with (its output "
+                            "activation makes the answers): predict(x, loss)")
         return predict(self, x, loss, batch_size=batch_size)
 
-    def fit(self, x: Any, y: Any, **options: Any):
-        """Train on (x, y); see `deepsharp.training.fit` for the options."""
+    def fit(self, x: Any = None, y: Any = None, **options: Any):
+        """Train on (x, y); see `deepsharp.training.fit` for the options (an option fit does not
+        know is refused by name)."""
+        import inspect
+
         from deepsharp.training import fit
 
+        parameters = inspect.signature(fit).parameters
+        known = [n for n in parameters if n not in ("module", "x", "y")]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise SpecError(f"fit: no option {', '.join(map(repr, unknown))}; the options are "
+                            f"{', '.join(known)}")
+        missing = [n for n in known if parameters[n].default is inspect.Parameter.empty
+                   and n not in options]
+        if missing:
+            raise SpecError(f"fit: needs {', '.join(missing)} (fit(x, y, loss=..., "
+                            f"optimizer=...))")
         return fit(self, x, y, **options)
 
     def save_weights(self, path: Any) -> None:

@@ -65,16 +65,21 @@ class Network(Module):
         """The batch must have the example's rank and channels; a series' length (and an image's
         places) may differ from the example's. A network read from a graph first holds the batch
         to the graph's input annotation (`with_input_check`)."""
+        self.check_batch(x._data)
+
+    def check_batch(self, batch: Any) -> None:
+        """`check_input` for anything with a shape (a memmap is held to it without being read)."""
         for check in self.input_checks:
-            check(x._data)
+            check(batch)
         expected = self.input_shape
-        received = x.shape[1:]
+        received = tuple(batch.shape[1:])
         steps = self.steps
         ids = bool(steps) and steps[0].spec.input_dtype == "int64"  # ids: the last axis is steps
         if len(received) != expected.rank or (expected.rank and not ids
                                               and received[-1] != expected[-1]):
             raise ShapeError(f"network input: expected a batch of examples of shape {expected} "
-                             f"(batch x {expected}), received an array of shape {x.shape}")
+                             f"(batch x {expected}), received an array of shape "
+                             f"{tuple(batch.shape)}")
 
     def call(self, flow: Flow, steps: Sequence[Step] | None = None) -> Flow:
         for step in self.steps if steps is None else steps:

@@ -11,6 +11,7 @@ from pydantic import Field, NonNegativeInt, PositiveInt, ValidationInfo, field_v
 
 from deepsharp.errors import ShapeError
 from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer, require_rank
+from deepsharp.layers.masks import require_end_padding
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, apply
@@ -159,6 +160,11 @@ class SinePositionsStep(Step):
                  output_shape: Shape) -> None:
         super().__init__(spec, place, input_shape, output_shape)
         object.__setattr__(self, "table", sine_table(spec.max_length, input_shape[1]))
+
+    def call(self, flow: Flow) -> Flow:
+        # positions count from a series' first step: padding before it would shift them
+        require_end_padding(self, flow.mask)
+        return super().call(flow)
 
     def forward(self, x: Tensor) -> Tensor:
         steps = x.shape[1]

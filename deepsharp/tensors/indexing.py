@@ -23,10 +23,9 @@ def basic_index(shape: tuple[int, ...], index: Any) -> tuple[tuple[int, ...], ..
     """A basic index (integers, slices, None, Ellipsis) of a tensor of `shape` as one slice per axis
     and the shape of the result: (starts, stops, steps, out_shape, kinds), `kinds` saying what
     each item of the index was, in order ("new" for None, "int", "slice"). Bounds are kept as
-    written
-    (Python's semantics: a negative bound counts from the end; an omitted one is 0 / END, or -1 /
-    START with a negative step); an integer k is k:k+1 (k:END for -1) and its axis is dropped;
-    None adds an axis of size 1 to the result."""
+    written (Python's semantics: a negative bound counts from the end; an omitted one is 0 / END,
+    or -1 / START with a negative step); an integer k is k:k+1 (k:END for -1) and its axis is
+    dropped; None adds an axis of size 1 to the result."""
     if not isinstance(index, tuple):
         index = (index,)
     if sum(1 for i in index if i is Ellipsis) > 1:
