@@ -89,6 +89,16 @@ def test_a_boolean_mask_write_traces_as_where():
     check_trace(fn, {**SERIES, "mask": ("batch", "steps")}, SIZES, make=named_inputs)
 
 
+def test_writes_into_int64_ids_trace():
+    def fn(ids):
+        y = ids * 2
+        y[:, 0] = 7
+        y[:, 1:] += ids[:, :-1]                  # a view written, then written back
+        return y
+
+    check_trace(fn, {"ids": ("batch", "steps")}, SIZES, make=named_inputs)
+
+
 def test_a_bool_tensor_write_traces_without_a_bool_where():
     def fn(x, mask):
         kept = mask.clone()
