@@ -54,8 +54,19 @@ VALUES_READ: dict[str, tuple[int, ...]] = {
 }
 
 
-def reads(op: str, index: int) -> bool:
-    """Whether `op`'s backward rule reads the values of input `index`."""
+# Inputs whose values a rule reads only for the gradient of other inputs: x's values in x * w
+# are needed only when w needs its gradient (as PyTorch saves them only then).
+READ_FOR_OTHERS: dict[str, dict[int, tuple[int, ...]]] = {
+    "mul": {0: (1,), 1: (0,)}, "matmul": {0: (1,), 1: (0,)},
+}
+
+
+def reads(op: str, index: int, needs: Sequence[bool] | None = None) -> bool:
+    """Whether `op`'s backward rule reads the values of input `index` (given which inputs need
+    their gradient, when known)."""
+    others = READ_FOR_OTHERS.get(op, {}).get(index)
+    if others is not None and needs is not None:
+        return any(needs[j] for j in others)
     read = VALUES_READ.get(op)
     return read is None or index in read
 
@@ -126,8 +137,9 @@ def check_current(tensors: Sequence["Tensor"], op: str) -> None:
 def check_saved(record: "Record") -> None:
     """At backward: refuse when a tensor whose values the record's backward rule needs was
     changed in place since the record was made."""
+    needs = [edge[2] for edge in record.edges]
     for index, (t, seen) in enumerate(zip(record.inputs, record.versions)):
-        if t._version != seen and reads(record.op, index):
+        if t._version != seen and reads(record.op, index, needs):
             raise _modified(record, f"input {index}, {describe(t)}", t._version, seen,
                             t._counter.last)
     for index, counter, seen in record.saved_outputs:

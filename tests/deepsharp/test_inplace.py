@@ -276,6 +276,20 @@ def test_an_input_whose_values_are_not_needed_may_be_written():
     np.testing.assert_array_equal(x.grad, expected)
 
 
+def test_a_factor_is_needed_only_for_the_other_factors_gradient():
+    x, w = leaf(normal(3, 4)), leaf(normal(3, 4))
+    h = x * 2.0
+    z = h * 3.0                            # h's values would serve only the constant's gradient
+    h[0] = 0.0
+    z.sum().backward()                     # as PyTorch: allowed
+    np.testing.assert_array_equal(x.grad, np.full((3, 4), 6.0))
+    h = x * 2.0
+    z = h * w                              # here w's gradient needs h's values
+    h.zero_()
+    with pytest.raises(OpError, match="mul needs input 0"):
+        z.sum().backward()
+
+
 def test_a_write_under_no_grad_is_invisible_to_the_history_as_in_pytorch():
     x = leaf(normal(3, 4))
     y = x * 2.0
