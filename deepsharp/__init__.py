@@ -12,8 +12,8 @@ from deepsharp.callbacks import (
     Callback, CSVLogger, EarlyStopping, History, ModelCheckpoint, ReduceLROnPlateau,
 )
 from deepsharp.errors import (
-    DataError, DeepsharpError, MissingExtra, OpError, ShapeError, SpecError, StateError,
-    TargetError, TrainingError,
+    DataError, DeepsharpError, MissingExtra, OpError, SaveError, ShapeError, SpecError,
+    StateError, TargetError, TrainingError,
 )
 from deepsharp.io import (
     load, load_checkpoint, load_state_dict, save, save_checkpoint, save_state_dict,
@@ -39,7 +39,7 @@ __all__ = [
     "Adam", "AdamW", "BinaryCrossEntropy", "Callback", "Cosine", "CrossEntropy", "DeepsharpError",
     "EarlyStopping", "ExponentialDecay", "History", "LinearWarmup", "Loss", "MeanSquaredError",
     "Module", "Network", "OpError", "Optimizer", "Parameter", "RMSprop", "RandomStream", "SGD",
-    "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
+    "SaveError", "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
     "TargetError", "Tensor", "TraceErrorKind", "TraceException", "TracedModel", "Tracer",
     "TrainingError", "arange", "float64", "functional", "load", "load_checkpoint",
     "load_state_dict", "save_state_dict",

@@ -44,6 +44,11 @@ class StateError(DeepsharpError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class SaveError(DeepsharpError, OSError):
+    """A file could not be written; the message names the target (never a temporary file), and
+    the old file, if any, is whole."""
+
+
 class OpError(DeepsharpError, RuntimeError):
     """A primitive is missing, or has no backward rule."""
 

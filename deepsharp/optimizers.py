@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from deepsharp.arguments import flag, instance, number
 from deepsharp.errors import SpecError, StateError, TrainingError
 from deepsharp.module import Parameter
 from deepsharp.schedules import Schedule
@@ -25,6 +26,7 @@ from deepsharp.schedules import Schedule
 
 def _check(owner: str, name: str, value: float, low: float = 0.0, inclusive: bool = True,
            high: float | None = None) -> None:
+    value = number(owner, name, value)
     ok = value >= low if inclusive else value > low
     if high is not None:
         ok = ok and value < high
@@ -46,6 +48,8 @@ class Optimizer:
         _check(owner, "weight_decay", weight_decay)
         if clip_norm is not None:
             _check(owner, "clip_norm", clip_norm, inclusive=False)
+            clip_norm = float(clip_norm)
+        instance(owner, "schedule", schedule, Schedule)
         self.base_lr = float(lr)
         self.lr = float(lr)
         self.weight_decay = float(weight_decay)
@@ -154,6 +158,7 @@ class SGD(Optimizer):
         super().__init__(lr, weight_decay, clip_norm, schedule, parameters)
         _check("SGD", "momentum", momentum)
         _check("SGD", "dampening", dampening)
+        nesterov = flag("SGD", "nesterov", nesterov)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise SpecError(f"SGD: nesterov needs a positive momentum and zero dampening, "
                             f"received momentum={momentum}, dampening={dampening}")
@@ -184,6 +189,8 @@ class Adam(Optimizer):
                  schedule: Schedule | None = None, parameters: Any = None) -> None:
         super().__init__(lr, weight_decay, clip_norm, schedule, parameters)
         owner = type(self).__name__
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise SpecError(f"{owner}: betas must be a pair of numbers, received {betas!r}")
         _check(owner, "betas[0]", betas[0], high=1.0)
         _check(owner, "betas[1]", betas[1], high=1.0)
         _check(owner, "eps", eps)
@@ -232,6 +239,7 @@ class RMSprop(Optimizer):
         _check("RMSprop", "alpha", alpha)
         _check("RMSprop", "eps", eps)
         _check("RMSprop", "momentum", momentum)
+        centered = flag("RMSprop", "centered", centered)
         self.alpha, self.eps, self.momentum, self.centered = float(alpha), float(eps), float(momentum), centered
 
     def update(self, p, g, state):

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import Field, PositiveInt
 
 from deepsharp.errors import ShapeError
-from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer
+from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, claim, layer
 from deepsharp.layers.masks import masked_moments, real_steps
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
@@ -38,6 +38,7 @@ class NormStep(Step):
     def __init__(self, spec: LayerSpec, place: str, shape: Shape, channels: int,
                  bias: bool = True) -> None:
         super().__init__(spec, place, shape, shape)
+        claim(2 * channels, f"{spec.kind} over {channels} channels")
         self.weight = Parameter(np.ones(channels, np.float32))
         if bias:
             self.bias = Parameter(np.zeros(channels, np.float32))

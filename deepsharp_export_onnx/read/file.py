@@ -15,13 +15,15 @@ refused with the `AnnotationViolation` the annotation checker would raise.
 from __future__ import annotations
 
 import json
-from typing import Any, BinaryIO
+import os
+from typing import BinaryIO
 
 import numpy as np
 import onnx
 
-from deepsharp.errors import SpecError
-from deepsharp.layers.base import LayerSpec, make_spec, parse_spec
+from deepsharp.errors import DeepsharpError, SpecError
+from deepsharp.io import FREE_ELEMENTS
+from deepsharp.layers.base import LayerSpec, allocation_budget, make_spec, parse_spec
 from deepsharp.layers.composite import insert_at, replace_at, spec_at
 from deepsharp.losses import Loss
 from deepsharp.network import Network
@@ -29,7 +31,9 @@ from deepsharp.random import RandomStream
 from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
 from deepsharp_export_onnx.check.annotations import InputContract, declared_dims
-from deepsharp_export_onnx.errors import ImportRefused
+from deepsharp_export_onnx.errors import ImportRefused, OnnxError
+from deepsharp_export_onnx.read.source import load_external_data, model_and_folder
+from deepsharp_export_onnx.read.validate import validate
 from deepsharp_export_onnx.write.export import (
     META_FEATURES, META_SHAPE, META_TRAINING_ONLY, META_TRAINING_SETTINGS,
 )
@@ -53,8 +57,10 @@ def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec
             break
         try:
             read = _read_one(consumers, r)
-        except Unreadable as error:
-            faults.append(str(error))
+        except (Unreadable, *_STRAY) as error:  # a stray error is a reader's bug: name the node
+            faults.append(str(error) if isinstance(error, Unreadable) else
+                          f"{GraphView.label(consumers[0])}: the reader failed on it "
+                          f"({type(error).__name__}: {str(error)[:200]})")
             node = consumers[0]
             view.consume(node)
             r.value = node.output[0]
@@ -72,6 +78,12 @@ def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec
             faults.append(f"value {start!r} is also read by {', '.join(GraphView.label(n) for n in left)}: "
                           f"the graph forks where no layer does")
     return specs, slots
+
+
+# What a reader can raise on a graph the validation let through but the reader did not expect:
+# each becomes a fault naming the node (a safety net; the checks belong in validate.py).
+_STRAY = (ValueError, IndexError, KeyError, TypeError, AttributeError, ArithmeticError,
+          RecursionError, AssertionError)
 
 
 def _read_one(consumers: list[onnx.NodeProto], r: Reading) -> Read:
@@ -98,12 +110,34 @@ class OnnxFile:
 
     def __init__(self, loss: Loss) -> None:
         if not isinstance(loss, Loss) or OUTPUT_READERS.lookup(loss) is None:
-            raise TypeError(f"OnnxFile: loss must be one of {OUTPUT_READERS.names()}, received "
-                            f"{loss!r}")
+            raise ImportRefused([f"loss must be one of {OUTPUT_READERS.names()}, received {loss!r}"],
+                                headline="OnnxFile: bad arguments")
         self.loss = loss
 
-    def read(self, stream: BinaryIO | bytes | onnx.ModelProto) -> Network:
-        model = self._model(stream)
+    def read(self, source: str | os.PathLike | BinaryIO | bytes | onnx.ModelProto, *,
+             folder: str | os.PathLike | None = None) -> Network:
+        """The network the graph in `source` holds.
+
+        `source` is a path (external data is read from the file's folder, confined to it), or
+        bytes, a binary stream or a ModelProto (external data only from `folder`, when given);
+        see `read/source.py` for the rule. The graph is validated (`read/validate.py`) before
+        any reader sees it; every fault is an ImportRefused naming it.
+        """
+        model, base = model_and_folder(source, folder)
+        load_external_data(model, base)
+        validate(model)
+        try:
+            return self._read(model)
+        except OnnxError:
+            raise
+        except DeepsharpError as error:  # the layers read cannot be built or filled as declared
+            raise ImportRefused([f"the layers read cannot be built as the graph declares them: "
+                                 f"{error}"]) from None
+        except (*_STRAY, MemoryError) as error:  # the last net: a fault no check foresaw
+            raise ImportRefused([f"the importer failed on this graph ({type(error).__name__}: "
+                                 f"{str(error)[:200]})"]) from error
+
+    def _read(self, model: onnx.ModelProto) -> Network:
         view = GraphView(model)
         x, out, shape = self._ends(view)
         faults: list[str] = []
@@ -119,7 +153,9 @@ class OnnxFile:
             raise ImportRefused(faults)
         specs, slots = self._training_only(view, specs, slots)
         stack = self._training_settings(view, Sequential(layers=tuple(specs)))
-        network = stack.lower(shape, RandomStream(0))
+        held = sum(int(v.size) for v in view.initializers.values())
+        with allocation_budget(held + FREE_ELEMENTS):  # a declared shape cannot outgrow the file
+            network = stack.lower(shape, RandomStream(0))
         state = {f"{i}.{name}": value for i, s in enumerate(slots) for name, value in s.items()}
         network.load_state_dict(state, strict=True)
         features = json.loads(view.metadata[META_FEATURES]) if META_FEATURES in view.metadata else None
@@ -127,16 +163,6 @@ class OnnxFile:
         return network.with_features(features).with_input_check(contract)
 
     # -- the parts -------------------------------------------------------------------------------
-    @staticmethod
-    def _model(stream: Any) -> onnx.ModelProto:
-        if isinstance(stream, onnx.ModelProto):
-            return stream
-        data = stream if isinstance(stream, (bytes, bytearray)) else stream.read()
-        try:
-            return onnx.load_from_string(bytes(data))
-        except Exception as error:  # protobuf's DecodeError and friends
-            raise ImportRefused([f"not an ONNX model: {error}"]) from None
-
     @staticmethod
     def _ends(view: GraphView) -> tuple[onnx.ValueInfoProto, onnx.ValueInfoProto, Shape]:
         inputs, outputs = view.inputs, list(view.graph.output)

@@ -13,6 +13,7 @@ import json
 from dataclasses import replace
 from typing import Any, BinaryIO, Sequence
 
+import numpy as np
 import onnx
 from onnx import TensorProto
 
@@ -49,28 +50,62 @@ def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
     return (BATCH, *dims)
 
 
-def name_faults(tape: Tape, inputs: Sequence[str], outputs: Sequence[str]) -> list[str]:
-    """The graph's input and output names must be free for them: checked once the body is written
-    and before the output nodes are, a name a node output or an initializer already holds (a
-    parameter's path, a step's place: `output_name="2.dense"`) would answer that value instead, or
-    make the graph invalid. Names must also differ from each other."""
-    holders = {name: f"the initializer {name!r}" for name in tape.initializers}
-    for node in tape.nodes:
-        for name in node.outputs:
-            holders[name] = f"the output of node {node.name!r} ({node.op_type}, {node.owner})"
+def name_faults(tape: Tape, inputs: Sequence[str], outputs: Sequence[tuple[str, str]]) -> list[str]:
+    """The graph's input and output names must name nothing else: an output name already taken
+    by an internal value would make the graph answer that value (`output_name="2.dense"` gave
+    logits instead of probabilities), an input name a node also produces, or an output name an
+    initializer or a second node holds, is an invalid graph; no name may be given twice.
+
+    `outputs` pairs each requested output name with the name the tape gave the value meant
+    (different when the requested name was taken). Checked once the output nodes are written;
+    layer stacks and traced modules both use it.
+    """
     faults = []
-    seen: set[str] = set()
-    for role, names in (("input", inputs), ("output", outputs)):
-        for name in names:
-            if not isinstance(name, str) or not name:
-                faults.append(f"{role} name {name!r}: names must be non-empty strings")
-            elif name in seen:
-                faults.append(f"{role} name {name!r} is used twice among the graph's inputs and "
-                              f"outputs")
-            elif name in holders:
-                faults.append(f"{role} name {name!r} is already the name of {holders[name]} "
-                              f"inside the graph; choose another name")
-            seen.add(name)
+    producers: dict[str, list] = {}
+    for node in tape.nodes:
+        for o in node.outputs:
+            producers.setdefault(o, []).append(node)
+    requested = list(inputs) + [name for name, _ in outputs]
+    for name in sorted({n for n in requested if requested.count(n) > 1}):
+        faults.append(f"the name {name!r} is given to more than one graph input or output")
+    for name in inputs:
+        if name in producers:
+            node = producers[name][0]
+            faults.append(f"input name {name!r} is also the name of a value inside the graph "
+                          f"(node {node.name!r}, {node.op_type}, written for "
+                          f"{node.owner or 'the graph'}); choose another input_name")
+        elif name in tape.initializers:
+            faults.append(f"input name {name!r} is also the name of a constant; choose another "
+                          f"input_name")
+    for name, written in outputs:
+        if name != written or len(producers.get(name, ())) > 1:
+            node = producers[name][0] if name in producers else None
+            owner = (node.owner or "the graph") if node is not None else "a constant"
+            faults.append(f"output name {name!r} is already the name of a value inside the graph "
+                          f"(written for {owner}), which the graph would answer instead; choose "
+                          f"another output_name")
+        elif name in tape.initializers:
+            faults.append(f"output name {name!r} is already the name of the constant {name!r} "
+                          f"(a parameter's path); choose another output_name")
+    return faults
+
+
+def _argument_faults(shape: Shape | None, features: object, max_opset: object, input_name: object,
+                     output_name: object) -> list[str]:
+    faults = []
+    if features is not None:
+        if isinstance(features, (str, bytes)) or not isinstance(features, Sequence) \
+                or not all(isinstance(f, str) for f in features):
+            faults.append(f"features must be a list of names, received {features!r}")
+        elif shape is not None and (shape.rank == 0 or len(features) != shape[-1]):
+            width = shape[-1] if shape.rank else 0
+            faults.append(f"features names {len(features)} values, but an example of shape "
+                          f"{shape} has {width} along its last axis")
+    if max_opset is not None and (isinstance(max_opset, bool) or not isinstance(max_opset, (int, np.integer))):
+        faults.append(f"max_opset must be an integer or None, received {max_opset!r}")
+    for what, name in (("input_name", input_name), ("output_name", output_name)):
+        if not isinstance(name, str) or not name:
+            faults.append(f"{what} must be a non-empty string, received {name!r}")
     return faults
 
 
@@ -98,7 +133,11 @@ class OnnxExport:
                  axis_names: Any = None, input_names: Sequence[str] | None = None,
                  output_names: Sequence[str] | None = None) -> None:
         if shape is not None and not isinstance(shape, Shape):
-            raise TypeError(f"OnnxExport: shape must be a Shape, received {shape!r}")
+            raise ExportRefused([f"shape must be a Shape, received {shape!r}"],
+                                headline="OnnxExport: bad arguments")
+        faults = _argument_faults(shape, features, max_opset, input_name, output_name)
+        if faults:
+            raise ExportRefused(faults, headline="OnnxExport: bad arguments")
         self.shape = shape
         self.features = list(features) if features is not None else None
         self.max_opset = max_opset
@@ -133,7 +172,8 @@ class OnnxExport:
         z = self.write_steps(tape, steps, x)
         faults = self._faults
         if not faults:
-            self._finish(tape, z, loss)
+            written = self._finish(tape, z, loss)
+            faults += name_faults(tape, [self.input_name], [(self.output_name, written)])
             faults += self._opset_faults(tape)
         if faults:
             raise ExportRefused(faults)
@@ -219,11 +259,13 @@ class OnnxExport:
         dims = (BATCH, *step.output_shape)
         return Value(f"{step.place}.{step.kind}", dims)
 
-    def _finish(self, tape: Tape, z: Value, loss: Loss) -> None:
+    def _finish(self, tape: Tape, z: Value, loss: Loss) -> str:
+        """Write the loss's output activation; the name the output got (see `name_faults`)."""
         tape.owner = f"output ({type(loss).__name__})"
         z = self.turn(tape, z, Order.CHANNELS_LAST)
         name = OUTPUT_WRITERS.lookup(loss)(tape, z, self.output_name)
         tape.annotate(name, z.dims, z.elem_type)
+        return name
 
     def _opset_faults(self, tape: Tape) -> list[str]:
         if self.max_opset is None or tape.needed_opset() <= self.max_opset:

@@ -195,15 +195,16 @@ def export_module(exporter: Any, module: Module, loss: Any) -> onnx.ModelProto:
     lowering = Lowering(traced.graph)
     lowering.run()
     tape = lowering.tape
-    faults += name_faults(tape, names, outputs)
     if faults:
         raise ExportRefused(faults)
+    written = []
     for name, (_, vid) in zip(outputs, traced.graph.outputs):
         value = traced.graph.values[vid]
         z = Value(LOGITS.format(name), onnx_dims(value.dims), elem_type=elem_type(value.dtype))
         tape.owner = f"output {name!r} ({type(chosen[name]).__name__})"
-        written = OUTPUT_WRITERS.lookup(chosen[name] or MeanSquaredError())(tape, z, name)
-        tape.annotate(written, z.dims, z.elem_type)
+        written.append(OUTPUT_WRITERS.lookup(chosen[name] or MeanSquaredError())(tape, z, name))
+        tape.annotate(written[-1], z.dims, z.elem_type)
+    faults += name_faults(tape, names, list(zip(outputs, written)))
     faults += opset_faults(tape, exporter.max_opset)
     if faults:
         raise ExportRefused(faults)

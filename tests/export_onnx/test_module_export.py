@@ -162,10 +162,11 @@ def test_a_series_module_gets_symbolic_steps_by_default():
 # -- names -----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("options, fragment", [
-    ({"output_names": ["wa", "gate"]}, "output name 'wa' is already the name of the initializer "
-                                       "'wa' inside the graph"),
+    ({"output_names": ["wa", "gate"]}, "output name 'wa' is already the name of the constant "
+                                       "'wa' \\(a parameter's path\\)"),
     ({"output_names": ["p", "p"]}, "output name 'p' is used twice"),
-    ({"input_names": ["a", "b"], "output_names": ["a", "g"]}, "output name 'a' is used twice"),
+    ({"input_names": ["a", "b"], "output_names": ["a", "g"]},
+     "the name 'a' is given to more than one graph input or output"),
     ({"input_names": ["head", "b"]}, "the name 'head' is used twice"),
 ])
 def test_names_that_collide_are_refused_by_name(options, fragment):
@@ -177,7 +178,7 @@ def test_names_that_collide_are_refused_by_name(options, fragment):
 def test_an_output_named_like_a_parameter_of_a_one_output_module_is_refused():
     module, x = Flat(), normal(5, 7, 4)
     with pytest.raises(ExportRefused, match="output name 'w' is already the name of the "
-                                            "initializer 'w'"):
+                                            "constant 'w'"):
         OnnxExport(Shape(7, 4), output_name="w", axis_names={0: "batch"}).to_bytes(
             module, MeanSquaredError())
 

@@ -53,7 +53,7 @@ def reshape_then_relu(model):
     """A Reshape of a channels-first value that is not an adaptive pool's row."""
     relu = node(model, "Relu")
     reshape = helper.make_node("Reshape", [relu.input[0], "odd_shape"], ["odd"], name="odd")
-    model.graph.initializer.append(numpy_helper.from_array(np.array([0, 3, -1], np.int64),
+    model.graph.initializer.append(numpy_helper.from_array(np.array([0, 3, -1, 1], np.int64),
                                                            "odd_shape"))
     relu.input[0] = "odd"
     index = list(model.graph.node).index(relu)
