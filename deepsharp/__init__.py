@@ -28,6 +28,7 @@ from deepsharp.schedules import Cosine, ExponentialDecay, LinearWarmup, Schedule
 from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, float64, no_grad
+from deepsharp.tensors.api.build import arange
 from deepsharp.tracing import TraceErrorKind, TraceException, TracedModel, Tracer
 
 __version__ = "0.1.0"
@@ -40,7 +41,7 @@ __all__ = [
     "Module", "Network", "OpError", "Optimizer", "Parameter", "PreparationError", "RMSprop", "RandomStream", "SGD",
     "SaveError", "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
     "TargetError", "Tensor", "TraceErrorKind", "TraceException", "TracedModel", "Tracer",
-    "TrainingError", "float64", "functional", "load", "load_checkpoint", "load_state_dict",
-    "save_state_dict",
+    "TrainingError", "arange", "float64", "functional", "load", "load_checkpoint",
+    "load_state_dict", "save_state_dict",
     "no_grad", "save", "save_checkpoint", "__version__",
 ]

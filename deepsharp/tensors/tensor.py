@@ -16,12 +16,16 @@ from deepsharp.errors import OpError
 from deepsharp.tensors import keywords, modes
 from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
+from deepsharp.tensors.versions import (
+    Version, check_current, saved_outputs, share_views,
+)
 
 
 class Record:
     """What one operation left behind: autograd's and the tracer's common input."""
 
-    __slots__ = ("op", "inputs", "attrs", "saved", "shapes", "dtypes")
+    __slots__ = ("op", "inputs", "attrs", "saved", "shapes", "dtypes", "edges", "versions",
+                 "saved_outputs")
 
     def __init__(self, op: str, inputs: tuple["Tensor", ...], attrs: dict[str, Any], saved: Any,
                  outputs: Sequence[np.ndarray]) -> None:
@@ -31,6 +35,20 @@ class Record:
         self.saved = saved
         self.shapes = tuple(o.shape for o in outputs)
         self.dtypes = tuple(o.dtype for o in outputs)
+        # where each input's gradient goes, as it was when this ran (an input written in place
+        # later gets a new history, which this record must not follow), and each input's version,
+        # which backward checks (versions.py); an input whose history is stale is refused
+        self.edges, self.versions = [], []
+        for t in inputs:
+            self.edges.append((t.record, t.index, t.requires_grad))
+            counter = t._counter
+            if counter is None:
+                self.versions.append(0)
+                continue
+            if t._seen != counter.rebases:
+                check_current((t,), op)
+            self.versions.append(counter.version)
+        self.saved_outputs: tuple[tuple[int, Version, int], ...] = ()
 
     def __repr__(self) -> str:
         attrs = ", ".join(f"{k}={v!r}" for k, v in self.attrs.items())
@@ -65,8 +83,8 @@ class Tensor(TensorMethods):
     comparisons, indexing by arrays, ...) comes from `TensorMethods` (deepsharp/tensors/methods.py).
     """
 
-    __slots__ = ("_data", "requires_grad", "grad", "record", "index", "name", "_version",
-                 "__weakref__")
+    __slots__ = ("_data", "requires_grad", "grad", "record", "index", "name", "_counter", "_seen",
+                 "_view_of", "__weakref__")
     __array_priority__ = 1000.0  # numpy defers to our operators in `array * tensor`
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,
@@ -77,7 +95,9 @@ class Tensor(TensorMethods):
         self.record: Record | None = None
         self.index = 0
         self.name = name
-        self._version = 0
+        self._counter: Version | None = None  # made on the first write or view (versions.py)
+        self._seen = 0
+        self._view_of: tuple[Tensor, str, dict] | None = None  # (base, op, attrs) of a view
 
     @classmethod
     def _wrap(cls, array: np.ndarray) -> "Tensor":
@@ -88,8 +108,25 @@ class Tensor(TensorMethods):
         t.record = None
         t.index = 0
         t.name = None
-        t._version = 0
+        t._counter = None
+        t._seen = 0
+        t._view_of = None
         return t
+
+    # -- versions (deepsharp/tensors/versions.py) -------------------------------------------
+    def _version_counter(self) -> Version:
+        if self._counter is None:
+            self._counter = Version()
+        return self._counter
+
+    @property
+    def _version(self) -> int:
+        """How many times the storage was written in place (PyTorch's `_version`)."""
+        return 0 if self._counter is None else self._counter.version
+
+    @_version.setter
+    def _version(self, value: int) -> None:  # an optimizer's step moves it
+        self._version_counter().version = value
 
     # -- what a tensor is -------------------------------------------------------------------
     @property
@@ -123,7 +160,7 @@ class Tensor(TensorMethods):
         hook = modes.trace_hook()
         if hook is not None:
             hook.on_write(self, what)
-        self._version += 1
+        self._version_counter().moved(what)
 
     @property
     def data(self) -> np.ndarray:
@@ -155,26 +192,61 @@ class Tensor(TensorMethods):
     def __index__(self) -> int:
         return int(self._read("__index__"))
 
-    def fill_(self, value: float) -> "Tensor":
-        self._write("fill_()")
-        self._data.fill(value)
-        return self
+    # -- in-place writes: recorded when autograd or a trace needs them (inplace.py) ----------
+    def fill_(self, value: Any) -> "Tensor":
+        from deepsharp.tensors.inplace import assign
+
+        return assign(self, Ellipsis, value, "fill_()")
 
     def zero_(self) -> "Tensor":
-        return self.fill_(0)
+        from deepsharp.tensors.inplace import assign
+
+        return assign(self, Ellipsis, 0, "zero_()")
 
     def copy_(self, source: Any) -> "Tensor":
-        self._write("copy_()")
-        self._data[...] = _as_array(source, what="copy_() from it")
-        return self
+        from deepsharp.tensors.inplace import assign
+
+        return assign(self, Ellipsis, source, "copy_()")
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        self._write("__setitem__")
-        self._data[index] = _as_array(value, what="__setitem__ from it")
+        from deepsharp.tensors.inplace import assign
+
+        assign(self, index, value, "x[...] = value")
+
+    def add_(self, other: Any, *, alpha: float = 1) -> "Tensor":
+        from deepsharp.tensors.inplace import update
+
+        return update(self, "add", other if alpha == 1 else other * alpha, "add_()")
+
+    def sub_(self, other: Any, *, alpha: float = 1) -> "Tensor":
+        from deepsharp.tensors.inplace import update
+
+        return update(self, "sub", other if alpha == 1 else other * alpha, "sub_()")
+
+    def mul_(self, other: Any) -> "Tensor":
+        from deepsharp.tensors.inplace import update
+
+        return update(self, "mul", other, "mul_()")
+
+    def div_(self, other: Any) -> "Tensor":
+        from deepsharp.tensors.inplace import update
+
+        return update(self, "div", other, "div_()")
+
+    # `x += y` writes into x, as in PyTorch (a view of x sees it, a leaf that requires
+    # gradients refuses it)
+    def __iadd__(self, other): return self.add_(other)
+    def __isub__(self, other): return self.sub_(other)
+    def __imul__(self, other): return self.mul_(other)
+    def __itruediv__(self, other): return self.div_(other)
 
     def detach(self) -> "Tensor":
-        """The same values with no record: gradients stop here."""
+        """The same values with no record: gradients stop here. The result shares the storage
+        (and its version counter), as PyTorch's does."""
         result = Tensor._wrap(self._data)
+        counter = self._version_counter()
+        result._counter, result._seen = counter, counter.rebases
+        result._view_of = (self, "detach", {})
         hook = modes.trace_hook()
         if hook is not None:
             hook.on_alias(self, result, "detach()")
@@ -254,12 +326,17 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     out, saved = prim.forward(*(t._data for t in tensors), **attrs)
     outs = out if prim.outputs > 1 else (out,)
     results = tuple(Tensor._wrap(o) for o in outs)
+    share_views(tensors, outs, results, op, attrs)
     needs_grad = (prim.differentiable and modes.grad_enabled()
                   and any(t.requires_grad for t in tensors))
     hook = modes.trace_hook()
-    traced = hook is not None and hook.involves(tensors)
+    # an operation without tensor inputs (arange) is shown to the tracer: its size may be symbolic
+    traced = hook is not None and (hook.involves(tensors) if tensors else True)
     if needs_grad or traced:
         record = Record(op, tensors, attrs, saved, outs)
+        if needs_grad and saved is not None:
+            counters = {i: results[i]._version_counter() for i in saved_outputs(saved, outs)}
+            record.saved_outputs = tuple((i, c, c.version) for i, c in counters.items())
         for i, r in enumerate(results):
             r.record = record
             r.index = i

@@ -25,20 +25,23 @@ from deepsharp_export_onnx.write.preparation import (
 from deepsharp_export_onnx.write.report import ExportReport, largest_difference
 
 
-def finish(exporter: Any, tape: Tape, inputs: Sequence[str],
-           metadata: dict[str, str]) -> onnx.ModelProto:
+def finish(exporter: Any, tape: Tape, inputs: Sequence[str], metadata: dict[str, str],
+           outputs: Sequence[str]) -> onnx.ModelProto:
     faults = []
-    if exporter._front is not None:  # a traced network's preparation, in front of its nodes
-        inputs, faults = write_in_front(tape, exporter._front, exporter.input_name)
+    if exporter._front is not None and len(inputs) != 1:
+        faults.append(f"prepare: a preparation goes in front of a network with one input; this "
+                      f"module has {len(inputs)} ({', '.join(inputs)})")
+    elif exporter._front is not None:  # a traced network's preparation, in front of its nodes
+        inputs, faults = write_in_front(tape, exporter._front, inputs[0])
         metadata = {**metadata, META_PREPARATION: preparation_metadata(exporter._front,
-                                                                       exporter.input_name)}
+                                                                       inputs[0])}
     faults += form_faults(exporter, tape)
     if faults:
         raise ExportRefused(faults)
     if exporter.weights == "float16":
         forms.to_float16(tape)
     opset = max(tape.needed_opset(), forms.QUANTIZE_OPSET) if exporter.quantize else None
-    model = tape.to_model(list(inputs), [exporter.output_name], opset=opset, metadata=metadata,
+    model = tape.to_model(list(inputs), list(outputs), opset=opset, metadata=metadata,
                           graph_name="deepsharp", producer=("deepsharp", deepsharp.__version__),
                           tensor=exporter._plan)
     if exporter.quantize:

@@ -59,14 +59,14 @@ def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
     return (BATCH, *dims)
 
 
-def _argument_faults(shape: Shape, features: object, max_opset: object, input_name: object,
+def _argument_faults(shape: Shape | None, features: object, max_opset: object, input_name: object,
                      output_name: object) -> list[str]:
     faults = []
     if features is not None:
         if isinstance(features, (str, bytes)) or not isinstance(features, Sequence) \
                 or not all(isinstance(f, str) for f in features):
             faults.append(f"features must be a list of names, received {features!r}")
-        elif shape.rank == 0 or len(features) != shape[-1]:
+        elif shape is not None and (shape.rank == 0 or len(features) != shape[-1]):
             width = shape[-1] if shape.rank else 0
             faults.append(f"features names {len(features)} values, but an example of shape "
                           f"{shape} has {width} along its last axis")
@@ -99,14 +99,24 @@ class OnnxExport:
             difference between the graph's answers in ONNX Runtime and the float32 network's.
 
     After each export, `report` (an `ExportReport`) gives the form, the size and that difference.
+
+    For a Module written as code, which is traced (write/traced.py):
+        example: the batch the trace runs on (one array, a sequence of arrays, or a mapping
+            input name -> array) instead of one made from `shape` (then `shape` may be None).
+        axis_names: which axes are symbolic, as `Module.trace` takes them (`{0: "batch"}` for
+            every input, or one mapping per input); by default the batch and a series' steps.
+        input_names, output_names: the graph's inputs and outputs, for several of them (else
+            a mapping's keys, forward's dict keys, or `input_0`, `output_0`, ...).
     """
 
-    def __init__(self, shape: Shape, features: Sequence[str] | None = None,
+    def __init__(self, shape: Shape | None = None, features: Sequence[str] | None = None,
                  max_opset: int | None = None, input_name: str = "input",
                  output_name: str = "output", *, prepare: Any = None, weights: str = "float32",
                  quantize: str | None = None, external_data: bool | None = None,
-                 compare_on: Any = None) -> None:
-        if not isinstance(shape, Shape):
+                 compare_on: Any = None, example: Any = None, axis_names: Any = None,
+                 input_names: Sequence[str] | None = None,
+                 output_names: Sequence[str] | None = None) -> None:
+        if shape is not None and not isinstance(shape, Shape):
             raise ExportRefused([f"shape must be a Shape, received {shape!r}"],
                                 headline="OnnxExport: bad arguments")
         faults = _argument_faults(shape, features, max_opset, input_name, output_name)
@@ -126,6 +136,10 @@ class OnnxExport:
         self.report: ExportReport | None = None
         self._plan: ExternalData | None = None  # where the weights go, while write(path) runs
         self._front: Any = None  # the preparation of a traced network, while it is written
+        self.example = example
+        self.axis_names = axis_names
+        self.input_names = list(input_names) if input_names is not None else None
+        self.output_names = list(output_names) if output_names is not None else None
 
     # -- public API -------------------------------------------------------------------------------
     def write(self, network: Module, loss: Loss, target: BinaryIO | str | os.PathLike) -> None:
@@ -154,10 +168,13 @@ class OnnxExport:
         self.report = deploy.report(self, data, model.ByteSize(), 0, network, loss)
         return model
 
-    def model_of(self, tape: Tape, inputs: Sequence[str], metadata: dict[str, str]) -> onnx.ModelProto:
+    def model_of(self, tape: Tape, inputs: Sequence[str], metadata: dict[str, str],
+                 outputs: Sequence[str] | None = None) -> onnx.ModelProto:
         """The finished tape as the ModelProto of the form asked (float16 weights, int8 weights,
-        weights planned as external data); refused by name when the form cannot hold it."""
-        return deploy.finish(self, tape, inputs, metadata)
+        weights planned as external data); refused by name when the form cannot hold it.
+        `outputs`: the graph's outputs (by default the one `output_name`)."""
+        return deploy.finish(self, tape, inputs, metadata,
+                             [self.output_name] if outputs is None else outputs)
 
     # -- the network --------------------------------------------------------------------------------
     def _model(self, network: Module, loss: Loss) -> onnx.ModelProto:
@@ -165,7 +182,7 @@ class OnnxExport:
         if faults:
             raise ExportRefused(faults)
         if not isinstance(network, Network):  # written as code: traced
-            from deepsharp_export_onnx.trace.lower import export_module
+            from deepsharp_export_onnx.write.traced import export_module
 
             self._front = self._prepare_of(network)  # model_of writes it in front of the trace
             try:
@@ -238,6 +255,18 @@ class OnnxExport:
 
     # -- the parts -------------------------------------------------------------------------------------
     def _preconditions(self, network: Module, loss: Loss) -> list[str]:
+        if isinstance(network, Module) and not isinstance(network, Network):
+            if self.shape is None and self.example is None:
+                return ["a module written as code is traced on an example: give shape= (one "
+                        "example's shape) or example= (a batch it runs on)"]
+            return []  # its losses (one per output) are checked as it is written (traced.py)
+        traced_only = [name for name in ("example", "axis_names", "input_names", "output_names")
+                       if getattr(self, name) is not None]
+        if traced_only:
+            return [f"{', '.join(traced_only)}: for modules written as code (traced); a stack is "
+                    f"written step by step for examples of `shape`"]
+        if self.shape is None:
+            return ["a stack is written for examples of `shape`: OnnxExport(network.input_shape)"]
         if not isinstance(loss, Loss):
             return [f"loss must be a deepsharp Loss, received {loss!r}"]
         if OUTPUT_WRITERS.lookup(loss) is None:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from onnx import helper
 
-from deepsharp.tracing import dims
+from deepsharp.tracing import dims, slices
 from deepsharp.tracing.dims import DimRule
 from deepsharp.tracing.symbols import Dims
 from deepsharp_export_onnx.graph import Tape
@@ -85,6 +85,15 @@ class Emit:
         one -1 (Reshape); `broadcast_from=i` allows 1 where input i already has the size
         (Expand)."""
         return self.constant("shape", [int(s) for s in shape])
+
+    def size(self, dim: Any) -> str:
+        """An int64[1] value holding the size `dim` (a number, or in a trace a symbolic size
+        computed from Shape nodes)."""
+        return self.constant(f"size_{int(dim)}", [int(dim)])
+
+    def dtype_of(self, index: int) -> np.dtype | None:
+        """Input `index`'s element type, when known (in a trace)."""
+        return None
 
 
 PrimitiveWriter = Callable[[Emit, Sequence[str], dict[str, Any], Sequence[int]], str]
@@ -205,12 +214,12 @@ def _gather(emit, inputs, attrs, ranks):
     return emit("Gather", inputs, {"axis": int(attrs["axis"]), "_negative": negative})
 
 
-@writes_primitive("slice", dims=dims.slice_)
+@writes_primitive("slice", dims=slices.slice_)
 def _slice(emit, inputs, attrs, ranks):
     """Only the axes not taken whole; a reversed whole axis (flip) runs from -1 to the start, which
     holds at any size."""
     known = emit.dims(0)
-    kinds = dims.slice_axes(known, attrs) if known is not None else ["part"] * ranks[0]
+    kinds = slices.slice_axes(known, attrs) if known is not None else ["part"] * ranks[0]
     starts, ends, axes, steps = [], [], [], []
     for axis, (b, e, s, kind) in enumerate(zip(attrs["starts"], attrs["stops"], attrs["steps"],
                                                kinds)):
@@ -228,3 +237,4 @@ def _slice(emit, inputs, attrs, ranks):
 # pools, pad, resize, norms) and the tensor vocabulary's register themselves here too.
 from deepsharp_export_onnx.write import sequence_nodes, spatial_nodes  # noqa: E402,F401
 from deepsharp_export_onnx.write import selection_nodes, vocabulary_nodes  # noqa: E402,F401
+from deepsharp_export_onnx.write import assign_nodes  # noqa: E402,F401

@@ -190,6 +190,20 @@ def test_a_network_written_as_code_takes_raw_rows_too():
         _hold(data, module, prepare, rows, prepare.inputs(rows), CrossEntropy())
 
 
+def test_a_module_with_several_inputs_takes_no_preparation():
+    from deepsharp import Module
+
+    class Pair(Module):
+        def forward(self, a, b):
+            return a + b
+
+    x = _numbers()
+    with pytest.raises(ExportRefused) as refused:
+        OnnxExport(prepare=Standardizer.fit(x), example=(x, x)).to_bytes(Pair(), None)
+    assert "prepare: a preparation goes in front of a network with one input; this module has 2 " \
+           "(input_0, input_1)" in str(refused.value)
+
+
 def test_a_preparation_the_nodes_do_not_hold_is_refused_on_import():
     x = _numbers()
     _, data = _export(Standardizer.fit(x))

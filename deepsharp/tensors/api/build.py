@@ -1,6 +1,6 @@
 """New tensors: filled in another's shape (`zeros_like`, `ones_like`, `full_like`: a record when
 that tensor is traced, so the graph follows its symbolic axes), or from numbers (`zeros`, `ones`,
-`full`, `arange`: constants)."""
+`full`: constants; `arange`: a constant unless its end is a traced size)."""
 
 from __future__ import annotations
 
@@ -59,8 +59,12 @@ def ones(*size: Any, dtype: Any = None) -> Tensor:
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
-    """start, start + step, ... below `end` (0..start-1 with one argument), as a constant:
-    int64 for integer arguments, the default float type otherwise (PyTorch's rule)."""
+    """start, start + step, ... below `end` (0..start-1 with one argument): int64 for integer
+    arguments, the default float type otherwise (PyTorch's rule).
+
+    In a trace, an `end` equal to a symbolic size (`arange(x.shape[1])`, `arange(1, x.shape[1])`)
+    gives a result whose length follows that size: a `Range` fed by `Shape` (the size is known by
+    its traced value, as a reshape's are; docs/tracing.md). Otherwise the result is a constant."""
     if end is None:
         start, end = 0, start
     values = [v._read("arange()") if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -70,4 +74,6 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None) -> Ten
         raise OpError("arange: step must not be zero")
     integral = all(np.asarray(v).dtype.kind in "iub" for v in values)
     default = np.int64 if integral else modes.default_float()
-    return Tensor(np.arange(*values, dtype=dtype_of("arange", dtype, default)))
+    start, end, step = (np.asarray(v).item() for v in values)
+    return apply("arange", start=start, stop=end, step=step,
+                 dtype=dtype_of("arange", dtype, default).str)

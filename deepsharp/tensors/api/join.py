@@ -69,7 +69,8 @@ def split(x: Tensor, split_size_or_sections: Any, dim: Any = None, *, axis: Any 
             raise OpError(f"split: sections {tuple(sizes)} do not add up to axis {at}'s size "
                           f"{size}")
     bounds = np.cumsum([0] + sizes)
-    return tuple(part(x, at, int(b), int(e)) for b, e in zip(bounds[:-1], bounds[1:]))
+    return tuple(part(x, at, int(b), int(e), sized=True)
+                 for b, e in zip(bounds[:-1], bounds[1:]))
 
 
 def chunk(x: Tensor, chunks: int, dim: Any = None, *, axis: Any = None) -> tuple[Tensor, ...]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords as kw
+from deepsharp.tensors.indexing import END, START
 from deepsharp.tensors.tensor import Tensor, apply
 
 
@@ -155,25 +156,33 @@ def flip(x: Tensor, *dims: Any, axis: Any = None) -> Tensor:
     given = kw.either("flip", "dims", sizes_of("flip", dims) if dims else None, "axis", axis)
     flipped = set(kw.dims("flip", given, None, x.ndim))
     starts, stops, steps = [], [], []
-    for i, n in enumerate(x.shape):
-        b, e, s = (n - 1, -(n + 1), -1) if i in flipped else (0, n, 1)
+    for i in range(x.ndim):  # bounds as written (x[::-1]): a trace holds them at any size
+        b, e, s = (-1, START, -1) if i in flipped else (0, END, 1)
         starts.append(b), stops.append(e), steps.append(s)
     return apply("slice", x, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
 
 
-def part(x: Tensor, axis: int, start: int, stop: int) -> Tensor:
-    """x[..., start:stop, ...] on one axis (0 <= start <= stop <= size): a slice record."""
-    starts, stops = [0] * x.ndim, list(x.shape)
+def part(x: Tensor, axis: int, start: int, stop: int, *, sized: bool = False) -> Tensor:
+    """x[..., start:stop, ...] on one axis (bounds as written: a negative one counts from the
+    end, END runs to it): a slice record. `sized`: the bounds were computed from the axis's size
+    (split, chunk), which a trace refuses over a symbolic axis."""
+    starts, stops = [0] * x.ndim, [END] * x.ndim
     starts[axis], stops[axis] = start, stop
-    return apply("slice", x, starts=tuple(starts), stops=tuple(stops), steps=(1,) * x.ndim)
+    extra = {"sized": (axis,)} if sized else {}
+    return apply("slice", x, starts=tuple(starts), stops=tuple(stops), steps=(1,) * x.ndim,
+                 **extra)
 
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """PyTorch's narrow: `length` entries of `dim` from `start` (negative counts from the end)."""
+    """PyTorch's narrow: `length` entries of `dim` from `start` (negative counts from the end,
+    and is kept so, so a trace counts from the end at any size)."""
     axis = kw.axis("narrow", dim, x.ndim)
     size = x.shape[axis]
     begin = int(start) + size if int(start) < 0 else int(start)
     if not 0 <= begin <= size or not 0 <= int(length) <= size - begin:
         raise OpError(f"narrow: start {start} and length {length} do not fit axis {axis} of "
                       f"size {size}")
+    if int(start) < 0:
+        stop = int(start) + int(length)
+        return part(x, axis, int(start), stop if stop < 0 else END)
     return part(x, axis, begin, begin + int(length))

@@ -5,3 +5,4 @@ from deepsharp.tensors.ops import conv, norm, pool, resample  # noqa: F401
 from deepsharp.tensors.ops import attention, embedding, recurrent  # noqa: F401
 from deepsharp.tensors.ops import arrange, compare, einsum, functions, index, linear  # noqa: F401
 from deepsharp.tensors.ops import reductions, sort  # noqa: F401
+from deepsharp.tensors.ops import assign  # noqa: F401
