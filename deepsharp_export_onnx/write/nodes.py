@@ -91,6 +91,11 @@ class Emit:
         computed from Shape nodes)."""
         return self.constant(f"size_{int(dim)}", [int(dim)])
 
+    def vector(self, label: str, entries: Sequence[Any]) -> str:
+        """An int64 vector of `entries`: a constant when every entry is a number; in a trace an
+        entry may be a size (a Dim or a polynomial of tracing/sizes.py), computed at run time."""
+        return self.constant(label, [int(v) for v in entries])
+
     def dtype_of(self, index: int) -> np.dtype | None:
         """Input `index`'s element type, when known (in a trace)."""
         return None
@@ -217,18 +222,22 @@ def _gather(emit, inputs, attrs, ranks):
 @writes_primitive("slice", dims=slices.slice_)
 def _slice(emit, inputs, attrs, ranks):
     """Only the axes not taken whole; a reversed whole axis (flip) runs from -1 to the start, which
-    holds at any size."""
+    holds at any size. Bounds read from symbolic axes are as the trace noted them (`_bounds`:
+    numbers, or sizes the graph computes)."""
     known = emit.dims(0)
     kinds = slices.slice_axes(known, attrs) if known is not None else ["part"] * ranks[0]
+    written = attrs.get("_bounds", {})
     starts, ends, axes, steps = [], [], [], []
     for axis, (b, e, s, kind) in enumerate(zip(attrs["starts"], attrs["stops"], attrs["steps"],
                                                kinds)):
+        if axis in written:
+            kind, b, e = written[axis]
         if kind == "full":
             continue
         if kind == "flip":
             b, e = -1, TO_THE_START
         starts.append(b), ends.append(e), axes.append(axis), steps.append(s)
-    operands = [emit.constant(label, values) for label, values in
+    operands = [emit.vector(label, values) for label, values in
                 (("starts", starts), ("ends", ends), ("axes", axes), ("steps", steps))]
     return emit("Slice", [inputs[0], *operands])
 

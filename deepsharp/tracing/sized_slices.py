@@ -1,0 +1,117 @@
+"""Slice bounds read from symbolic axes: `x[:, :n - 1]`, `x[:, n // 2:]`, `weight[:n]`.
+
+A bound that is a size read in Python (a SymInt, deepsharp/tensors/symint.py) is written from
+its polynomial, never from its traced number:
+
+- `n + c` where n is the size of the axis sliced (`x[:, :n - 1]`, `x[:, n - 3:]`) is the bound c
+  counted from the end, as ONNX's Slice counts a negative bound, when that agrees with Python at
+  every size: Python counts `n + c` from the end again once it is negative, so c counts from the
+  end exactly for c >= -2 (a positive step) or c >= -1 (a negative one), and a bound `n + c`
+  with c >= 0 runs to the end (END). Beyond that (`x[:, :n - 5]`) the bound is computed in the
+  graph and ONNX's Slice treats it as Python does.
+- any other size (`n // 2`, another axis's size, a size over a fixed axis: `weight[:n]`) is
+  computed in the graph (`Shape`, `Gather`, arithmetic) and fed to the Slice.
+
+The slice's length is then a polynomial (`(n - 1) - 0`, `n - n // 2`, `n`): the symbol itself, a
+number, or the atom of that size shared by every operation making it (tracing/dims.py
+`DimContext.dim_of`). At the traced size the bounds must lie inside the axis (no bound counted
+from the end twice or clamped), or the slice is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from deepsharp.tensors.indexing import END
+from deepsharp.tensors.symint import live
+from deepsharp.tracing.sizes import Poly
+from deepsharp.tracing.symbols import Dim, example
+
+
+class Unsliceable(Exception):
+    """The slice's length cannot be written for a symbolic axis (the caller names it)."""
+
+
+@dataclass(frozen=True)
+class SizedSlice:
+    """What a slice with a bound read from a symbolic axis takes of one axis: `kind` ("full",
+    "flip" or "part"), its length, and its bounds as the graph writes them (numbers, or
+    polynomials the graph computes)."""
+
+    kind: str
+    length: Poly
+    start: int | Poly
+    stop: int | Poly
+
+
+def sized(bounds: tuple[Any, Any]) -> bool:
+    """Whether a slice's start or stop is a size read from a symbolic axis."""
+    return live(bounds[0]) or live(bounds[1])
+
+
+def _python(v: int, m: int, step: int) -> int:
+    """Where Python puts a bound v of an axis of size m (slice.indices)."""
+    v = v + m if v < 0 else v
+    return min(max(v, 0), m) if step > 0 else min(max(v, -1), m - 1)
+
+
+def _onnx(v: int, m: int, step: int, start: bool) -> int:
+    """Where ONNX's Slice puts it."""
+    v = v + m if v < 0 else v
+    return min(max(v, 0), m) if step > 0 else min(max(v, 0 if start else -1), m - 1)
+
+
+def from_end_exact(c: int, step: int, start: bool) -> bool:
+    """Whether the bound n + c (c < 0) is the bound c counted from the end at every size n:
+    both agree once n + c >= 0; below, Python counts n + c from the end once more."""
+    return all(_python(m + c, m, step) == _onnx(c, m, step, start) for m in range(-c + 1))
+
+
+def _position(bound: Any, size: Poly, step: int, start: bool) -> tuple[Poly, int | Poly]:
+    """A bound as (its position, a polynomial; how the graph writes it)."""
+    expr = bound.expr if live(bound) else None
+    if expr is not None and expr.constant is not None:
+        bound, expr = expr.constant, None
+    if expr is None:
+        b = int(bound)
+        if b >= END:
+            return (size if step > 0 else size - 1), b
+        if b <= -END:
+            return Poly.const(-1), b
+        return (size + b if b < 0 else Poly.const(b)), b
+    offset = (expr - size).constant if size.constant is None else None
+    if offset is None:
+        return expr, expr
+    if offset >= 0:  # at or beyond the end: clamped to it at every size
+        return (size if step > 0 else size - 1), END
+    return size + offset, offset if from_end_exact(offset, step, start) else expr
+
+
+def sized_axis(dim: Dim, b: Any, e: Any, s: int) -> SizedSlice:
+    """The slice b:e:s of an axis of size `dim` (a symbol or a number) when b or e is a size
+    read from a symbolic axis."""
+    size = Poly.of(dim)
+    n = example(dim)
+    (pb, wb), (pe, we) = _position(b, size, s, True), _position(e, size, s, False)
+    low, high = (0, n) if s > 0 else (-1, n - 1)
+    for name, position in (("start", pb), ("stop", pe)):
+        if not low <= position.example <= high:
+            raise Unsliceable(f"its {name} {position} is {position.example} at the axis's traced "
+                              f"size {n}, outside the axis, where Python counts a negative bound "
+                              f"from the end or clamps one beyond it; trace at sizes where the "
+                              f"bounds fall inside the axis")
+    span = (pe - pb) if s > 0 else (pb - pe)
+    length = (span + (abs(s) - 1)) // abs(s)
+    taken = len(range(n)[slice(int.__int__(b) if isinstance(b, int) else b,
+                               int.__int__(e) if isinstance(e, int) else e, s)])
+    if length.example != taken:
+        raise Unsliceable(f"its bounds take {taken} elements at the axis's traced size {n}, "
+                          f"where they are clamped; trace with a larger size")
+    kind = "part"
+    if s == 1 and pb == Poly.const(0) and pe == size:
+        kind = "full"
+    elif s == -1 and pb == size - 1 and pe == Poly.const(-1):
+        kind = "flip"
+    return SizedSlice(kind, length, wb, we)
+
