@@ -36,6 +36,9 @@ class TraceHook(Protocol):
     def shape_of(self, tensor: "Tensor") -> tuple[int, ...]:
         """`tensor.shape`: a SymInt for each symbolic axis of a traced tensor."""
 
+    def on_sizes(self, op: str, attrs: dict) -> None:
+        """`op` is about to run with sizes read from symbolic axes (SymInts) among its `attrs`."""
+
     def active(self) -> bool:
         """Whether the trace records now (a SymInt it made stands for a symbolic size)."""
 

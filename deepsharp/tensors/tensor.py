@@ -14,6 +14,7 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords, modes
+from deepsharp.tensors.modes import _trace_hook
 from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
 from deepsharp.tensors.symint import SymInt, holds_live, live
@@ -135,7 +136,7 @@ class Tensor(TensorMethods):
         """The sizes. While a trace records, a symbolic axis's size is a `SymInt` (an int that
         carries the symbolic size: deepsharp/tensors/symint.py); library code reads
         `_data.shape` where it means the traced run's numbers."""
-        hook = modes.trace_hook()
+        hook = _trace_hook.get()  # (the context variable itself: .shape is read very often)
         return self._data.shape if hook is None else hook.shape_of(self)
 
     @property
@@ -334,16 +335,19 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     prim = lookup(op)
     like = next((i._data for i in inputs if isinstance(i, Tensor)), None)
     tensors = tuple(as_tensor(i, like) for i in inputs)
+    hook = modes.trace_hook()
+    sized = hook is not None and holds_live(attrs)
+    if sized:  # sizes read from symbolic axes: the trace refuses those the op keeps as numbers
+        hook.on_sizes(op, attrs)
     out, saved = prim.forward(*(t._data for t in tensors), **attrs)
     outs = out if prim.outputs > 1 else (out,)
     results = tuple(Tensor._wrap(o) for o in outs)
     share_views(tensors, outs, results, op, attrs)
     needs_grad = (prim.differentiable and modes.grad_enabled()
                   and any(t.requires_grad for t in tensors))
-    hook = modes.trace_hook()
     # an operation without tensor inputs (arange) is shown to the tracer: its size may be symbolic
     # so is one on constants given a size read from a symbolic axis (`weight[:n]`, `zeros(b, 5)`)
-    traced = hook is not None and (not tensors or hook.involves(tensors) or holds_live(attrs))
+    traced = hook is not None and (not tensors or sized or hook.involves(tensors))
     if needs_grad or traced:
         record = Record(op, tensors, attrs, saved, outs)
         if needs_grad and saved is not None:

@@ -5,26 +5,31 @@ deepsharp/tensors/symint.py and docs/tracing.md)."""
 from __future__ import annotations
 
 import os
+import sysconfig
 import traceback
 from typing import Any
 
 from deepsharp.errors import TraceErrorKind, TraceException
 from deepsharp.tensors import modes
 from deepsharp.tensors.symint import SymInt, live
-from deepsharp.tensors.tensor import Record, Tensor
+from deepsharp.tensors.tensor import Tensor
 from deepsharp.tracing.sizes import TAKES_SIZES, Poly
 from deepsharp.tracing.symbols import Sym
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _LIBRARY = tuple(os.path.join(_ROOT, p) + os.sep for p in ("deepsharp", "deepsharp_export_onnx"))
+_OTHERS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep
+                 for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
 def user_line() -> str:
-    """` (at model.py:12)`: the innermost caller outside the library, for messages."""
-    for frame in reversed(traceback.extract_stack()):
-        path = os.path.abspath(frame.filename)
-        if not path.startswith(_LIBRARY):
-            return f" (at {os.path.basename(path)}:{frame.lineno})"
+    """` (at model.py:12)`: the innermost caller outside deepsharp, numpy and the standard
+    library (else outside deepsharp), for messages."""
+    frames = [f for f in reversed(traceback.extract_stack())
+              if not os.path.abspath(f.filename).startswith(_LIBRARY)]
+    for frame in [f for f in frames if not os.path.abspath(f.filename).startswith(_OTHERS)] \
+            or frames:
+        return f" (at {os.path.basename(frame.filename)}:{frame.lineno})"
     return ""
 
 
@@ -64,17 +69,21 @@ class SizeReads:
             + (why or "pass the size itself to the operation (x[:, :n - 1], x.reshape(b, t, -1), "
                       "arange(n), zeros(b, 5), x / n), which the graph computes at run time")))
 
-    def _sizes_taken(self, record: Record, label: str) -> None:
+    def on_sizes(self, op: str, attrs: dict[str, Any]) -> None:
+        """Before `op` runs with sizes read from symbolic axes among its arguments."""
+        self._sizes_taken(op, attrs, f"{op} (operation {self._next_call()})")
+
+    def _sizes_taken(self, op: str, attrs: dict[str, Any], label: str) -> None:
         """Refuse a size (SymInt) in an argument the primitive keeps as a number."""
-        taking = TAKES_SIZES.get(record.op, ())
-        for key, value in record.attrs.items():
+        taking = TAKES_SIZES.get(op, ())
+        for key, value in attrs.items():
             values = value if isinstance(value, (tuple, list)) else (value,)
             found = next((v for v in values if live(v)), None)
             if found is not None and key not in taking:
                 raise self._refuse(TraceErrorKind.SYMBOLIC_SHAPE, (
                     f"{label}: its argument {key}={tuple(values) if len(values) > 1 else found!r}"
                     f"{user_line()} holds {found.describe()}, a size read from a symbolic axis, "
-                    f"which {record.op} keeps as the number {int.__int__(found)} at every size; "
+                    f"which {op} keeps as the number {int.__int__(found)} at every size; "
                     f"sizes are taken by slices, narrow, select, reshape/view, expand, arange, "
                     f"zeros/ones/full and arithmetic with tensors"))
 

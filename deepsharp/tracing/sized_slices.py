@@ -4,11 +4,11 @@ A bound that is a size read in Python (a SymInt, deepsharp/tensors/symint.py) is
 its polynomial, never from its traced number:
 
 - `n + c` where n is the size of the axis sliced (`x[:, :n - 1]`, `x[:, n - 3:]`) is the bound c
-  counted from the end, as ONNX's Slice counts a negative bound, when that agrees with Python at
-  every size: Python counts `n + c` from the end again once it is negative, so c counts from the
-  end exactly for c >= -2 (a positive step) or c >= -1 (a negative one), and a bound `n + c`
-  with c >= 0 runs to the end (END). Beyond that (`x[:, :n - 5]`) the bound is computed in the
-  graph and ONNX's Slice treats it as Python does.
+  counted from the end, when that agrees with Python at every size: Python counts `n + c` from
+  the end again once it is negative, so c counts from the end exactly for c >= -2 (a positive
+  step) or c >= -1 (a negative one), and a bound `n + c` with c >= 0 runs to the end (END; -1
+  with a negative step). Beyond that (`x[:, :n - 5]`) the bound is computed in the graph and
+  ONNX's Slice treats it as Python does (a negative step with such a bound is refused).
 - any other size (`n // 2`, another axis's size, a size over a fixed axis: `weight[:n]`) is
   computed in the graph (`Shape`, `Gather`, arithmetic) and fed to the Slice.
 
@@ -56,19 +56,16 @@ def _python(v: int, m: int, step: int) -> int:
     return min(max(v, 0), m) if step > 0 else min(max(v, -1), m - 1)
 
 
-def _onnx(v: int, m: int, step: int, start: bool) -> int:
-    """Where ONNX's Slice puts it."""
-    v = v + m if v < 0 else v
-    return min(max(v, 0), m) if step > 0 else min(max(v, 0 if start else -1), m - 1)
-
-
-def from_end_exact(c: int, step: int, start: bool) -> bool:
+def from_end_exact(c: int, step: int) -> bool:
     """Whether the bound n + c (c < 0) is the bound c counted from the end at every size n:
-    both agree once n + c >= 0; below, Python counts n + c from the end once more."""
-    return all(_python(m + c, m, step) == _onnx(c, m, step, start) for m in range(-c + 1))
+    both agree once n + c >= 0; below, Python counts n + c from the end once more. So it is
+    for c >= -2 with a positive step, c >= -1 with a negative one."""
+    if c < -2:  # (n = -c - 1 > -c / 2 always differs)
+        return False
+    return all(_python(m + c, m, step) == _python(c, m, step) for m in range(-c + 1))
 
 
-def _position(bound: Any, size: Poly, step: int, start: bool) -> tuple[Poly, int | Poly]:
+def _position(bound: Any, size: Poly, step: int) -> tuple[Poly, int | Poly]:
     """A bound as (its position, a polynomial; how the graph writes it)."""
     expr = bound.expr if live(bound) else None
     if expr is not None and expr.constant is not None:
@@ -80,12 +77,20 @@ def _position(bound: Any, size: Poly, step: int, start: bool) -> tuple[Poly, int
         if b <= -END:
             return Poly.const(-1), b
         return (size + b if b < 0 else Poly.const(b)), b
+    if expr.example < 0:  # Python counts it from the end (x[:, -n]): computed, ONNX does too
+        position = expr + size
+        if position.as_dim() is None:
+            raise Unsliceable(f"its bound {expr} is {expr.example} at the traced size, which "
+                              f"Python counts from the end, but {position} counted so may "
+                              f"change sign at other sizes; write a bound counted from the end "
+                              f"as a negative number (x[:, -3:])")
+        return position, expr
     offset = (expr - size).constant if size.constant is None else None
     if offset is None:
         return expr, expr
     if offset >= 0:  # at or beyond the end: clamped to it at every size
-        return (size if step > 0 else size - 1), END
-    return size + offset, offset if from_end_exact(offset, step, start) else expr
+        return (size, END) if step > 0 else (size - 1, -1)
+    return size + offset, offset if from_end_exact(offset, step) else expr
 
 
 def sized_axis(dim: Dim, b: Any, e: Any, s: int) -> SizedSlice:
@@ -93,7 +98,12 @@ def sized_axis(dim: Dim, b: Any, e: Any, s: int) -> SizedSlice:
     read from a symbolic axis."""
     size = Poly.of(dim)
     n = example(dim)
-    (pb, wb), (pe, we) = _position(b, size, s, True), _position(e, size, s, False)
+    (pb, wb), (pe, we) = _position(b, size, s), _position(e, size, s)
+    if s < 0 and (isinstance(wb, Poly) or isinstance(we, Poly)):
+        raise Unsliceable("a negative step with a bound the graph computes from sizes is not "
+                          "written (ONNX's Slice places such a start differently from Python "
+                          "at small sizes); reverse the axis first (x.flip(1)) and slice it "
+                          "with a positive step")
     low, high = (0, n) if s > 0 else (-1, n - 1)
     for name, position in (("start", pb), ("stop", pe)):
         if not low <= position.example <= high:

@@ -90,7 +90,7 @@ class Tracer(SizeReads):
         self._values: WeakIdKeyDictionary[Tensor, int] = WeakIdKeyDictionary()
         self._graph = TraceGraph()
         self._ids = itertools.count()
-        self._calls = itertools.count(1)
+        self._calls = 0  # operations recorded so far (messages number them)
         self._symbols: dict[str, Atom] = {}
         self._atoms: list[Atom] = []
         self._derived: dict[Poly, Atom] = {}  # a size computed from atoms -> its atom
@@ -303,10 +303,15 @@ class Tracer(SizeReads):
             return f"the input {value.name!r} {describe(value.dims)}"
         return f"{describe(value.dims)}, made by {self._graph.ops[value.op].label}"
 
+    def _next_call(self) -> int:
+        """The number the next recorded operation will have (messages name it)."""
+        return self._calls + 1
+
     def on_record(self, record: Record, outputs: Sequence[Tensor]) -> None:
         if not record.inputs and record.op not in self._nodes:
             return  # made from no tensor (arange) and not mapped: a constant
-        number = next(self._calls)
+        self._calls += 1
+        number = self._calls
         label = f"{record.op} (operation {number})"
         if record.op in NOT_TRACEABLE:
             raise self._refuse(Kind.UNSUPPORTED_OPERATION, f"{label}: {NOT_TRACEABLE[record.op]}")
@@ -354,7 +359,7 @@ class Tracer(SizeReads):
 
         ctx = DimContext(record.op, label, dict(record.attrs), operands, record.shapes,
                          lambda: list(self._atoms), make_atom, sized_atom)
-        self._sizes_taken(record, label)
+        self._sizes_taken(record.op, record.attrs, label)
         rule = self._rules.get(record.op) or positional
         results = rule(ctx)
         if not record.inputs and not any(symbolic(dims) for dims in results) \

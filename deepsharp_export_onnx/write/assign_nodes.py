@@ -20,7 +20,7 @@ from onnx import TensorProto, helper
 from deepsharp.tracing import slices
 from deepsharp.tracing.sizes import Poly
 from deepsharp.tracing.symbols import Sym
-from deepsharp_export_onnx.write.nodes import Emit, writes_primitive
+from deepsharp_export_onnx.write.nodes import Emit, slice_node, writes_primitive
 
 
 def _scalar(emit: Emit, value: str, label: str) -> str:
@@ -53,9 +53,7 @@ def _symbolic_axis(emit: Emit, dim: Sym | int, b: int | Poly, e: int | Poly, s: 
         emit.constant(f"{label}_one", np.asarray(1, np.int64))
     n = _scalar(emit, emit.size(dim), f"{label}_size")
     positions = emit("Range", [zero, n, one], suffix=f"{label}_positions")
-    bounds = [emit.vector(f"{label}_{k}", [v]) for k, v in (("start", b), ("end", e),
-                                                             ("axes", 0), ("step", s))]
-    taken = emit("Slice", [positions, *bounds], suffix=f"{label}_taken")
+    taken = slice_node(emit, positions, [b], [e], [0], [s], label=f"{label}_taken")
     zeros = emit("Sub", [positions, positions], suffix=f"{label}_zeros")
     ones = emit("Add", [emit("Sub", [taken, taken], suffix=f"{label}_taken_zeros"), one],
                 suffix=f"{label}_ones")
@@ -79,17 +77,13 @@ def _setitem(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int
     fixed_mask = np.ones((1,) * rank, np.bool_)
     masks, placed = [], value
     written = attrs.get("_bounds", {})
+    kinds = slices.slice_axes(known, attrs)  # (a part of a symbolic axis: whatever its length)
     for axis, (dim, b, e, s, v) in enumerate(zip(known, attrs["starts"], attrs["stops"],
                                                  attrs["steps"], value_dims)):
         broadcast = not isinstance(v, Sym) and int(v) == 1
-        if axis in written:
-            kind, b, e = written[axis]
+        kind, b, e = written.get(axis, (kinds[axis], b, e))
+        if axis in written or isinstance(dim, Sym):
             if kind == "full":
-                continue
-            mask, place = _symbolic_axis(emit, dim, b, e, s, axis, not broadcast)
-            masks.append(_axis_of_rank(emit, mask, axis, rank, f"axis{axis}_mask_{rank}d"))
-        elif isinstance(dim, Sym):
-            if slices.of_symbolic(dim.example, b, e, s).kind == "full":
                 continue
             mask, place = _symbolic_axis(emit, dim, b, e, s, axis, not broadcast)
             masks.append(_axis_of_rank(emit, mask, axis, rank, f"axis{axis}_mask_{rank}d"))

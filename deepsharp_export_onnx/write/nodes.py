@@ -29,6 +29,7 @@ from deepsharp_export_onnx.graph import Tape
 
 # ends of a slice running to the start with step -1, at any size (ONNX clamps it)
 TO_THE_START = -(2 ** 63 - 1)
+END = 2 ** 63 - 1
 
 
 @dataclass
@@ -237,9 +238,40 @@ def _slice(emit, inputs, attrs, ranks):
         if kind == "flip":
             b, e = -1, TO_THE_START
         starts.append(b), ends.append(e), axes.append(axis), steps.append(s)
-    operands = [emit.vector(label, values) for label, values in
+    return slice_node(emit, inputs[0], starts, ends, axes, steps)
+
+
+def _mirrored(bound: int) -> int:
+    """Where a bound of a negative step lands, in Python's reading, once the axis is reversed
+    (a position p is n-1-p there): from the start p -> from the end -(p+1); from the end c ->
+    from the start -1-c; the ends swap."""
+    if bound >= END:
+        return 0
+    if bound <= -END:
+        return END
+    return -1 - bound if bound < 0 else -(bound + 1)
+
+
+def slice_node(emit: Emit, value: str, starts: Sequence[Any], ends: Sequence[Any],
+               axes: Sequence[int], steps: Sequence[int], label: str | None = None) -> str:
+    """Slice with Python's meaning at every size. ONNX's Slice clamps a negative step's start to
+    the first element where Python, once the start falls before the axis (`x[-3::-1]` of 2
+    elements), takes nothing; such an axis (a start counted from the end, below -1) is reversed
+    first and sliced forward, its bounds mirrored."""
+    turned = [i for i, (b, s) in enumerate(zip(starts, steps))
+              if s < 0 and isinstance(b, int) and -END < b < -1]
+    name = f"{label}_" if label else ""
+    if turned:
+        value = emit("Slice", [value, *(emit.constant(f"{name}reversed_{k}", v) for k, v in (
+            ("starts", [-1] * len(turned)), ("ends", [TO_THE_START] * len(turned)),
+            ("axes", [axes[i] for i in turned]), ("steps", [-1] * len(turned))))],
+            suffix=f"{name}reversed")
+        starts, ends, steps = list(starts), list(ends), list(steps)
+        for i in turned:
+            starts[i], ends[i], steps[i] = _mirrored(starts[i]), _mirrored(ends[i]), -steps[i]
+    operands = [emit.vector(f"{name}{k}", v) for k, v in
                 (("starts", starts), ("ends", ends), ("axes", axes), ("steps", steps))]
-    return emit("Slice", [inputs[0], *operands])
+    return emit("Slice", [value, *operands], suffix=label)
 
 
 # The sequence primitives (embedding, attention, lstm, gru), the spatial ones (convolutions,

@@ -142,9 +142,10 @@ def repeat_interleave(x: Tensor, repeats: Any, dim: Any = None, *, axis: Any = N
         return grown.reshape(x.shape[:at] + (x.shape[at] * r,) + x.shape[at + 1:])
     counts = np.asarray(repeats._read("repeat_interleave(repeats)") if isinstance(repeats, Tensor)
                         else repeats)
-    if counts.ndim != 1 or len(counts) != x.shape[at] or counts.dtype.kind not in "iu" \
+    size = x._data.shape[at]  # (entry by entry: the trace refuses a symbolic axis, by position)
+    if counts.ndim != 1 or len(counts) != size or counts.dtype.kind not in "iu" \
             or (counts < 0).any():
-        raise OpError(f"repeat_interleave: repeats must be an integer or {x.shape[at]} "
+        raise OpError(f"repeat_interleave: repeats must be an integer or {size} "
                       f"non-negative integers (one per entry of dim {at}), received {repeats!r}")
-    index = Tensor(np.repeat(np.arange(x.shape[at]), counts))
+    index = Tensor(np.repeat(np.arange(size), counts))
     return apply("gather", x, index, axis=at)
