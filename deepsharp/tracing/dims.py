@@ -18,9 +18,11 @@ import numpy as np
 
 from deepsharp.errors import TraceErrorKind, TraceException
 from deepsharp.tensors.symint import live
+from deepsharp.tracing.size_reads import user_line
 from deepsharp.tracing.reshape import Inexpressible, reshape_dims, reshape_given
 from deepsharp.tensors.ops.windows import NOTSET
-from deepsharp.tracing.sizes import Poly
+from deepsharp.tracing.sized_slices import fixed_position
+from deepsharp.tracing.sizes import Poly, as_product
 from deepsharp.tracing.symbols import Atom, Dim, Dims, Sym, describe, example, symbolic
 
 
@@ -54,7 +56,8 @@ class DimContext:
     sized_atom: Callable[[Poly, str, int, int, bool], Atom | None] | None = None
 
     def symbolic(self, message: str) -> TraceException:
-        return TraceException(TraceErrorKind.SYMBOLIC_SHAPE, f"{self.label}: {message}")
+        return TraceException(TraceErrorKind.SYMBOLIC_SHAPE,
+                              f"{self.label}: {message}{user_line(' (traced at', ')')}")
 
     def unsupported(self, message: str) -> TraceException:
         return TraceException(TraceErrorKind.UNSUPPORTED_OPERATION, f"{self.label}: {message}")
@@ -86,7 +89,7 @@ class DimContext:
         and no operation made it yet."""
         dim = size.as_dim()
         if dim is None:
-            dim = self._factored(size)
+            dim = as_product(size, self.known_atoms())
         if dim is not None:
             return dim
         if create and size.example < 2:
@@ -95,27 +98,6 @@ class DimContext:
                                 f"broadcast or vanish; trace with larger symbol sizes")
         atom = self.sized_atom(size, name or str(size), output, axis, create)
         return None if atom is None else Sym(1, (atom,))
-
-
-    def _factored(self, size: Poly, depth: int = 2) -> Dim | None:
-        """`size` as a product of atoms some of which are sizes computed from others
-        (batch*steps - batch is batch x the atom steps-1), when it is one."""
-        if depth == 0:
-            return None
-        for atom in self.known_atoms():
-            if atom.expr is None or not atom.expr.atoms() <= size.atoms():
-                continue
-            rest = size.divide(atom.expr)
-            if rest is None:
-                continue
-            dim = rest.as_dim()
-            if dim is None:
-                dim = self._factored(rest, depth - 1)
-            if isinstance(dim, Sym):
-                return Sym.of(dim.atoms + (atom,), dim.coef)
-            if isinstance(dim, int) and dim > 0:
-                return Sym.of((atom,), dim)
-        return None
 
 
 def derived_name(base: Sym, d: int, stride: int) -> str:
@@ -257,19 +239,11 @@ def gather(ctx: DimContext) -> list[Dims]:
 
 def _constant_positions(ctx: DimContext, dim: Dim, positions: np.ndarray | None,
                         axis: int) -> None:
-    """Constant positions into a symbolic axis must not hold its last position in the traced run:
-    it cannot be told from a position computed from the size in Python (the last turn of a loop
-    over the axis, unbind, iteration), which the graph would keep at every size."""
+    """Constant positions into a symbolic axis must not hold its last position in the traced run
+    (see tracing/sized_slices.py `fixed_position`)."""
     if isinstance(dim, Sym) and positions is not None and positions.dtype.kind in "iu" \
             and bool((positions == dim.example - 1).any()):
-        raise ctx.symbolic(
-            f"the constant position {dim.example - 1} of axis {axis}, whose size is the symbol "
-            f"{dim}, is its last position in the traced run: it cannot be told from a position "
-            f"computed from the size in Python (the last turn of a loop `for t in "
-            f"range(x.shape[{axis}])`, unbind, iteration), which the graph would keep at "
-            f"{dim.example - 1} at every size; count from the end (x.select({axis}, -1)), give "
-            f"the size itself (x.select({axis}, n - 1) with n = x.shape[{axis}]), or trace at "
-            f"another size")
+        raise ctx.symbolic(fixed_position(dim, axis, dim.example - 1))
 
 
 # -- series, images and volumes: x (N, *places, C) ------------------------------------------------

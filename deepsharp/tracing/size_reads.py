@@ -22,14 +22,14 @@ _OTHERS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep
                  for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
-def user_line() -> str:
+def user_line(before: str = " (at", after: str = ")") -> str:
     """` (at model.py:12)`: the innermost caller outside deepsharp, numpy and the standard
     library (else outside deepsharp), for messages."""
     frames = [f for f in reversed(traceback.extract_stack())
               if not os.path.abspath(f.filename).startswith(_LIBRARY)]
     for frame in [f for f in frames if not os.path.abspath(f.filename).startswith(_OTHERS)] \
             or frames:
-        return f" (at {os.path.basename(frame.filename)}:{frame.lineno})"
+        return f"{before} {os.path.basename(frame.filename)}:{frame.lineno}{after}"
     return ""
 
 

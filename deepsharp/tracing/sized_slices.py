@@ -26,7 +26,7 @@ from typing import Any
 from deepsharp.tensors.indexing import END
 from deepsharp.tensors.symint import live
 from deepsharp.tracing.sizes import Poly
-from deepsharp.tracing.symbols import Dim, example
+from deepsharp.tracing.symbols import Dim, Sym, example
 
 
 class Unsliceable(Exception):
@@ -43,6 +43,20 @@ class SizedSlice:
     length: Poly
     start: int | Poly
     stop: int | Poly
+
+
+def fixed_position(dim: Sym, axis: int, position: int) -> str:
+    """Why a plain position of a symbolic axis that is its last one (or its size) in the traced
+    run is refused: it cannot be told from a position computed from the size in Python and fixed
+    (the last turn of a loop over the axis), which the graph would keep at every size."""
+    what = "its last position" if position == dim.example - 1 else "its size"
+    return (f"the plain position {position} of axis {axis}, whose size is the symbol {dim}, is "
+            f"{what} in the traced run: it cannot be told from a position computed from the "
+            f"size in Python (the last turn of a loop `for t in range(x.shape[{axis}])`, unbind, "
+            f"iteration), which the graph would keep at {position} at every size; count from "
+            f"the end (x[:, -1], x.select({axis}, -1), x[:, :-1]), write the size itself "
+            f"(n = x.shape[{axis}]; x[:, n - 1]), or trace at a size where {position} is "
+            f"neither the last position nor the size")
 
 
 def sized(bounds: tuple[Any, Any]) -> bool:

@@ -213,6 +213,26 @@ class Poly:
         return None
 
 
+def as_product(size: Poly, atoms: Iterable[Atom], depth: int = 2) -> Sym | None:
+    """`size` as a product of atoms some of which are sizes computed from others (`atoms` with
+    an `expr`): batch*steps - batch is batch x the atom steps-1. None when it is not one."""
+    atoms = [a for a in atoms if a.expr is not None]
+    for atom in atoms:
+        if not atom.expr.atoms() <= size.atoms():
+            continue
+        rest = size.divide(atom.expr)
+        if rest is None:
+            continue
+        dim = rest.as_dim()
+        if dim is None and depth > 1:
+            dim = as_product(rest, atoms, depth - 1)
+        if isinstance(dim, Sym):
+            return Sym.of(dim.atoms + (atom,), dim.coef)
+        if isinstance(dim, int) and dim > 0:
+            return Sym(dim, (atom,))
+    return None
+
+
 def _lead(poly: Poly) -> Term:
     """The leading term: the most factors, then the last in the factors' order."""
     return max(poly.terms, key=lambda t: (len(t[0]), [_key(f) for f in t[0]]))

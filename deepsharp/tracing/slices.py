@@ -31,7 +31,7 @@ from typing import Any
 from deepsharp.tensors.indexing import END
 from deepsharp.tensors.symint import live
 from deepsharp.tracing.dims import DimContext, _agree, matching_atoms
-from deepsharp.tracing.sized_slices import SizedSlice, Unsliceable, sized, sized_axis
+from deepsharp.tracing.sized_slices import Unsliceable, fixed_position, sized, sized_axis
 from deepsharp.tracing.sizes import Poly
 from deepsharp.tracing.symbols import Dim, Dims, Sym, example
 
@@ -159,19 +159,10 @@ def _shown(bound: Any) -> str:
 
 def _fixed_position(ctx: DimContext, dim: Sym, positions: Any, axis: int) -> None:
     """Refuse a plain position of a symbolic axis that is its last one or its size in the traced
-    run: it cannot be told from a size read in Python and fixed (a loop's last turn)."""
-    n = dim.example
+    run (see tracing/sized_slices.py `fixed_position`)."""
     for position in positions:
-        if 0 <= position and position in (n - 1, n):
-            what = "its last position" if position == n - 1 else "its size"
-            raise ctx.symbolic(
-                f"the plain position {position} of axis {axis}, whose size is the symbol {dim}, "
-                f"is {what} in the traced run: it cannot be told from a position computed from "
-                f"the size in Python (the last turn of a loop `for t in range(x.shape[{axis}])`, "
-                f"unbind, iteration), which the graph would keep at {position} at every size; "
-                f"count from the end (x[:, -1], x[:, :-1]), write the size itself "
-                f"(n = x.shape[{axis}]; x[:, n - 1]), or trace at a size where {position} is "
-                f"neither the last position nor the size")
+        if 0 <= position and position in (dim.example - 1, dim.example):
+            raise ctx.symbolic(fixed_position(dim, axis, position))
 
 
 def slice_(ctx: DimContext) -> list[Dims]:

@@ -13,7 +13,6 @@ import pytest
 from deepsharp import Module, Parameter, arange, functional as F
 from deepsharp.errors import TraceErrorKind, TraceException
 from deepsharp.tensors import Tensor
-from deepsharp.tensors.api.build import full, ones, zeros
 from deepsharp.tensors.symint import SymInt
 from deepsharp.tracing import Tracer
 from deepsharp_export_onnx import ExportRefused, OnnxExport
@@ -60,9 +59,10 @@ USES = {
     "arange(n // 2, n)": lambda x: x[:, _steps(x) // 2:] * arange(
         _steps(x) // 2, _steps(x)).astype(np.float32).reshape(-1, 1),
     "F.embedding(arange(n), table)": lambda x: x + F.embedding(arange(_steps(x)), TABLE),
-    "zeros(x.shape[0], 5)": lambda x: F.concat([x.mean(axis=1), zeros(x.shape[0], 5)], axis=1),
-    "ones(b, n, 1) and full((b, n), 0.5)": lambda x: x * ones(x.shape[0], _steps(x), 1)
-    + full((x.shape[0], _steps(x)), 0.5).reshape(x.shape[0], _steps(x), 1),
+    "zeros(x.shape[0], 5)": lambda x: F.concat([x.mean(axis=1), F.zeros(x.shape[0], 5)],
+                                                axis=1),
+    "ones(b, n, 1) and full((b, n), 0.5)": lambda x: x * F.ones(x.shape[0], _steps(x), 1)
+    + F.full((x.shape[0], _steps(x)), 0.5).reshape(x.shape[0], _steps(x), 1),
     "x.new_zeros(b, n - 1, 4) + x[:, 1:]": lambda x: x.new_zeros(x.shape[0], _steps(x) - 1, 4)
     + x[:, 1:],
     "expand(b, n, 4)": lambda x: x.mean(axis=1, keepdims=True).expand(x.shape[0], _steps(x), 4)
