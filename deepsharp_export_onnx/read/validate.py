@@ -30,6 +30,7 @@ from deepsharp_export_onnx.read.source import ITEMSIZE, declared_bytes, text_fau
 from deepsharp_export_onnx.write.export import (
     META_FEATURES, META_SHAPE, META_TRAINING_ONLY, META_TRAINING_SETTINGS,
 )
+from deepsharp_export_onnx.inference import infer_shapes
 
 MAX_NODES = 100_000
 MAX_INITIALIZERS = 100_000
@@ -246,7 +247,7 @@ def _inference(model: onnx.ModelProto) -> list[str]:
     ONNX's shape inference over a light copy whose large tensors keep only their shape)."""
     light = _light(model)
     try:
-        light = onnx.shape_inference.infer_shapes(light)
+        light = infer_shapes(light)
     except Exception:  # non-strict inference rarely fails; the ranks then come from annotations
         pass
     ranks = {info.name: len(info.type.tensor_type.shape.dim)
