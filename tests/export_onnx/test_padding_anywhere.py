@@ -239,7 +239,8 @@ def test_graphs_written_before_the_reordering_still_read(spec):
 def test_a_traced_stack_reorders_in_the_graph_whatever_the_example():
     """Traced with padding at the end (which the network runs without reordering), the graph
     still reorders: padding at the start and in holes answers as in the network."""
-    spec = Sequential().embedding(VOCABULARY, 4, padding_index=PAD).lstm(3, return_sequences=True)
+    spec = (Sequential().embedding(VOCABULARY, 4, padding_index=PAD).sine_positions()
+            .lstm(3, return_sequences=True))
     network = spec.lower(Shape(7), RandomStream(0))
     example, _ = lay_out(id_series(3, 7, seed=6), 7, "end", PAD)
     traced = network.trace(example, axis_names={0: "batch", 1: "steps"}).to_bytes()
