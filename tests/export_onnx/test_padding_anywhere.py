@@ -16,7 +16,9 @@ from deepsharp.tensors import apply
 from deepsharp.layers.embedding import sine_table
 from deepsharp_export_onnx import OnnxExport, OnnxFile
 from tests.export_onnx.test_seq_export import PAD, VOCABULARY
-from tests.support import check_layer
+from deepsharp.layers.base import Flow
+from tests.support import assert_gradients, check_layer
+from tests.support.gradcheck import float64_module
 from tests.support.onnx_check import ort_session
 from tests.support.graph_edits import without_reordering
 
@@ -183,6 +185,24 @@ def test_gradients_are_those_of_the_unpadded_series(spec, where):
             expected[path] = expected.get(path, 0) + grad
     for path, grad in _parameter_gradients(network, batch, weights).items():
         np.testing.assert_allclose(grad, expected[path], rtol=1e-4, atol=1e-6, err_msg=path)
+
+
+@pytest.mark.parametrize("spec", [
+    Sequential().lstm(2, bidirectional=True, return_sequences=True),
+    Sequential().gru(2, layers=2),
+    Sequential().sine_positions(),
+], ids=["lstm-bidirectional-sequences", "gru-2-layers", "sine-positions"])
+def test_input_gradients_flow_through_the_gathers(spec):
+    """Finite differences in float64 of a weighted sum of the answers, with respect to a series
+    whose mask (held apart from its values) has padding at the start and holes."""
+    network = spec.lower(Shape(6, 2), RandomStream(0))
+    step = network.steps[0]
+    mask = Tensor(np.array([[False, True, False, True, True, False],
+                            [False, False, False, True, True, True]]))
+    x = np.random.default_rng(0).standard_normal((2, 6, 2))
+    weights = np.random.default_rng(1).standard_normal(step.call(Flow(Tensor(x), mask)).value.shape)
+    with float64_module(network):
+        assert_gradients(lambda t: (step.call(Flow(t, mask)).value * Tensor(weights)).sum(), [x])
 
 
 @pytest.mark.parametrize("spec", [
