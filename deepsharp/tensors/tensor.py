@@ -17,6 +17,7 @@ from deepsharp.tensors import keywords, modes
 from deepsharp.tensors.modes import _trace_hook
 from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
+from deepsharp.tensors.promotion import PROMOTES, promoted
 from deepsharp.tensors.symint import SymInt, holds_live, live
 from deepsharp.tensors.versions import (
     Version, check_current, saved_outputs, share_views,
@@ -330,11 +331,17 @@ def as_tensor(value: Any, like: np.ndarray | None = None) -> Tensor:
     return Tensor(value)
 
 
+def _cast(tensor: Tensor, dtype: np.dtype) -> Tensor:
+    return apply("cast", tensor, to=np.dtype(dtype).str)
+
+
 def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     """Run primitive `op` on `inputs`, recording it when gradients or a trace need it."""
     prim = lookup(op)
     like = next((i._data for i in inputs if isinstance(i, Tensor)), None)
     tensors = tuple(as_tensor(i, like) for i in inputs)
+    if op in PROMOTES:  # PyTorch's promotion (int with float -> the float), not numpy's
+        tensors = promoted(op, tensors, _cast)
     hook = modes.trace_hook()
     sized = hook is not None and holds_live(attrs)
     if sized:  # sizes read from symbolic axes: the trace refuses those the op keeps as numbers
