@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import deepsharp_trainer, report, torch_ready, torch_trainer
+from side_by_side import deepsharp_trainer, factories, report, torch_ready, torch_trainer
 
 STEPS, FEATURES, UNITS, BATCH, BATCHES = 50, 32, 128, 64, 20
 
@@ -24,14 +24,14 @@ def _data() -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def deepsharp_epoch():
+def deepsharp_epoch(threads: int = 1):
     from deepsharp import MeanSquaredError, RandomStream, Sequential, Shape
 
     network = Sequential().lstm(UNITS).dense(1).lower(Shape(STEPS, FEATURES), RandomStream(0))
-    return deepsharp_trainer(network, MeanSquaredError(), *_data(), BATCH)
+    return deepsharp_trainer(network, MeanSquaredError(), *_data(), BATCH, threads)
 
 
-def torch_epoch():
+def torch_epoch(best: bool = False):
     torch = torch_ready()
     x, y = (torch.from_numpy(a) for a in _data())
 
@@ -45,11 +45,11 @@ def torch_epoch():
             _, (h, _) = self.lstm(inputs)
             return self.dense(h[-1])
 
-    return torch_trainer(Model(), torch.nn.MSELoss(), x, y, BATCH)
+    return torch_trainer(Model(), torch.nn.MSELoss(), x, y, BATCH, best)
 
 
 def main() -> list[dict]:
-    return report("lstm", deepsharp_epoch, torch_epoch, BATCHES)
+    return report("lstm", factories(deepsharp_epoch, torch_epoch), BATCHES)
 
 
 if __name__ == "__main__":

@@ -77,9 +77,9 @@ class Network(Module):
                              f"(batch x {expected}), received an array of shape {x.shape}")
 
     def call(self, flow: Flow, steps: Sequence[Step] | None = None) -> Flow:
-        for step in self.steps if steps is None else steps:
-            flow = step.call(flow)
-        return flow
+        from deepsharp.layers.fused import run_steps  # conv -> relu -> pool as one primitive
+
+        return run_steps(self.steps if steps is None else steps, flow)
 
     def forward(self, x: Tensor) -> Tensor:
         self.check_input(x)

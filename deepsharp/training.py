@@ -21,6 +21,7 @@ from deepsharp.errors import SpecError, TargetError, TrainingError
 from deepsharp.losses import Loss
 from deepsharp.module import Module
 from deepsharp.optimizers import Optimizer
+from deepsharp.parallel import forward_backward
 from deepsharp.random import RandomStream
 from deepsharp.run import running
 from deepsharp.tensors import Tensor, no_grad
@@ -94,6 +95,11 @@ class _Epoch:
         return {prefix + k: v / self.count for k, v in self.sums.items()}
 
 
+def _loss_of(module: Module, loss: Loss, x: np.ndarray, y: np.ndarray) -> tuple[Tensor, Tensor]:
+    logits = module.logits(Tensor(x), loss)
+    return loss(logits, y), logits
+
+
 def _train_epoch(module, x, y, loss, optimizer, stream, epoch, step, batch_size, shuffle, bar):
     order = stream.generator(f"shuffle:{epoch}").permutation(len(x)) if shuffle else np.arange(len(x))
     totals = _Epoch()
@@ -101,19 +107,17 @@ def _train_epoch(module, x, y, loss, optimizer, stream, epoch, step, batch_size,
     for batch, start in enumerate(range(0, len(x), batch_size)):
         index = order[start:start + batch_size]
         optimizer.scheduled(epoch, step)
-        with running(stream, step):
-            logits = module.logits(Tensor(x[index]), loss)
-            value = loss(logits, y[index])
-        number = float(value._data)
+        optimizer.zero_grad()
+        with running(stream, step):  # forward and backward, on two threads in data_parallel(2)
+            number, logits = forward_backward(module, lambda rows: _loss_of(
+                module, loss, x[index[rows]], y[index[rows]]), len(index))
         if not math.isfinite(number):
             raise TrainingError(f"fit: the loss became {number} at epoch {epoch + 1}, batch "
                                 f"{batch + 1} (steps from {start} to {start + len(index) - 1} of "
                                 f"this epoch's order); lower the learning rate or check the inputs")
-        optimizer.zero_grad()
-        value.backward()
         optimizer.step()
         step += 1
-        totals.add(len(index), {"loss": number, **loss.metrics(loss.output(logits._data), y[index])})
+        totals.add(len(index), {"loss": number, **loss.metrics(loss.output(logits), y[index])})
         bar.update(1)
         bar.set_postfix(loss=f"{totals.sums['loss'] / totals.count:.4f}", refresh=False)
     return totals.means(), step

@@ -1,0 +1,120 @@
+"""Each fused kernel held to the primitives it replaces: values, gradients, and the ties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deepsharp import RandomStream, Sequential, Shape
+from deepsharp.layers.base import Flow
+from deepsharp.tensors import Tensor, apply
+from tests.support.gradcheck import numeric_vs_autograd
+
+RTOL = 1e-6  # float rounding: the fused product adds the bias after, not as a column of ones
+
+
+def _unfused(x, w, b, pads, pool):
+    nd = len(pool)
+    y = apply("conv", *((x, w) if b is None else (x, w, b)), strides=(1,) * nd,
+              dilations=(1,) * nd, pads=pads, groups=1)
+    return apply("max_pool", apply("relu", y), kernel=pool, strides=pool, pads=(0,) * 2 * nd)
+
+
+def _fused(x, w, b, pads, pool):
+    return apply("conv_relu_max_pool", *((x, w) if b is None else (x, w, b)), pads=pads, pool=pool)
+
+
+def _both(x, w, b, pads, pool, grad):
+    results = []
+    for run in (_unfused, _fused):
+        tensors = [Tensor(a, requires_grad=True) if a is not None else None for a in (x, w, b)]
+        y = run(*tensors, pads, pool)
+        (y * Tensor(grad)).sum().backward()
+        results.append((y._data, *(t.grad for t in tensors if t is not None)))
+    return results
+
+
+CASES = [  # (x shape, kernel, pads, pool, bias)
+    ((3, 11, 11, 1), (3, 3), (0, 0, 0, 0), (2, 2), True),     # one channel, floor mode
+    ((2, 9, 10, 12), (3, 3), (1, 1, 1, 1), (2, 2), True),     # many channels, a border
+    ((2, 8, 9, 3), (2, 3), (0, 1, 1, 0), (3, 2), False),      # other windows, no bias
+    ((4, 13, 5), (3,), (1, 1), (2,), True),                   # a series
+    ((1, 6, 6, 5, 9), (3, 3, 3), (0,) * 6, (2, 2, 1), True),  # a volume
+]
+
+
+@pytest.mark.parametrize("shape, kernel, pads, pool, bias", CASES)
+def test_conv_relu_max_pool_matches_the_three_primitives(shape, kernel, pads, pool, bias):
+    generator = np.random.default_rng(len(shape) + shape[-1])
+    x = generator.standard_normal(shape).astype(np.float32)
+    w = generator.standard_normal((*kernel, shape[-1], 7)).astype(np.float32) * 0.3
+    b = generator.standard_normal(7).astype(np.float32) * 0.3 if bias else None
+    shape_out = _unfused(Tensor(x), Tensor(w), None if b is None else Tensor(b), pads, pool).shape
+    grad = generator.standard_normal(shape_out).astype(np.float32)
+    expected, got = _both(x, w, b, pads, pool, grad)
+    for name, e, g in zip(("y", "x", "w", "b"), expected, got):
+        np.testing.assert_allclose(g, e, rtol=RTOL, atol=RTOL * np.abs(e).max(), err_msg=name)
+
+
+def test_ties_go_where_the_three_primitives_send_them():
+    """Equal candidates (a constant image: every window alike) route to the first in row-major
+    order; a window whose largest value is below zero after the bias passes no gradient."""
+    x = np.ones((2, 8, 8, 3), np.float32)
+    w = np.random.default_rng(0).standard_normal((3, 3, 3, 4)).astype(np.float32)
+    total = x[0, :3, :3].reshape(-1) @ w.reshape(27, 4)
+    b = np.array([1.0, -1.0, 0.0, 0.5], np.float32) - total * np.array([0, 1, 1, 0], np.float32)
+    grad = np.random.default_rng(1).standard_normal((2, 3, 3, 4)).astype(np.float32)
+    expected, got = _both(x, w, b, (0, 0, 0, 0), (2, 2), grad)
+    np.testing.assert_array_equal(got[1] != 0, expected[1] != 0)  # the same places get gradients
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, rtol=RTOL, atol=RTOL * max(np.abs(e).max(), 1))
+    assert not got[3][1] and not got[3][2]  # channels at or below zero after the bias: no gradient
+
+
+def test_gradients_agree_with_finite_differences():
+    generator = np.random.default_rng(3)
+    arrays = [generator.standard_normal((2, 7, 6, 2)), generator.standard_normal((3, 3, 2, 3)),
+              generator.standard_normal(3)]
+    pairs = numeric_vs_autograd(lambda x, w, b: (_fused(x, w, b, (1, 0, 1, 0), (2, 2))
+                                                 ** 2).sum(), arrays)
+    for autograd, numeric in pairs:
+        np.testing.assert_allclose(autograd, numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_a_network_runs_conv_relu_pool_fused_with_the_numbers_of_its_steps():
+    network = (Sequential().conv2d(6, 3, padding="same").relu().max_pool2d(2).conv2d(5, 3)
+               .relu().max_pool2d(2).flatten().dense(3)).lower(Shape(12, 12, 2), RandomStream(0))
+    x = np.random.default_rng(4).standard_normal((3, 12, 12, 2)).astype(np.float32)
+    results = []
+    for fused in (False, True):
+        for _, p in network.named_parameters():
+            p.grad = None
+        flow = Flow(Tensor(x))
+        y = network.call(flow).value if fused else _step_by_step(network, flow)
+        (y * y).sum().backward()
+        records = _ops(y)
+        results.append((y._data, {n: p.grad.copy() for n, p in network.named_parameters()}))
+        assert ("conv_relu_max_pool" in records) == fused
+    (y0, g0), (y1, g1) = results
+    np.testing.assert_allclose(y1, y0, rtol=RTOL, atol=RTOL * np.abs(y0).max())
+    for name in g0:
+        np.testing.assert_allclose(g1[name], g0[name], rtol=1e-5,
+                                   atol=1e-6 * np.abs(g0[name]).max(), err_msg=name)
+
+
+def _step_by_step(network, flow):
+    for step in network.steps:
+        flow = step.call(flow)
+    return flow.value
+
+
+def _ops(y) -> set[str]:
+    ops, seen, stack = set(), set(), [y.record]
+    while stack:
+        record = stack.pop()
+        if record is None or id(record) in seen:
+            continue
+        seen.add(id(record))
+        ops.add(record.op)
+        stack.extend(t.record for t in record.inputs)
+    return ops
