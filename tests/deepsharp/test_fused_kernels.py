@@ -118,3 +118,65 @@ def _ops(y) -> set[str]:
         ops.add(record.op)
         stack.extend(t.record for t in record.inputs)
     return ops
+
+
+# -- Adam over one flat buffer ------------------------------------------------------------------
+def _adam_runs(make, steps: int = 4, skip_at: int | None = None):
+    """Parameters after `steps` updates by `make()`'s flat step and by its per-parameter
+    `update`, from the same gradients."""
+    from deepsharp import Parameter
+
+    generator = np.random.default_rng(7)
+    start = [generator.standard_normal(s).astype(np.float32) for s in ((5, 3), (3,), (4, 2, 2))]
+    grads = [[generator.standard_normal(a.shape).astype(np.float32) for a in start]
+             for _ in range(steps)]
+    results = []
+    for flat in (True, False):
+        params = [Parameter(a.copy()) for a in start]
+        optimizer = make().bind([(f"p{i}", p) for i, p in enumerate(params)])
+        for k in range(steps):
+            for i, (p, g) in enumerate(zip(params, grads[k])):
+                p.grad = None if (k == skip_at and i == 1) else g.copy()
+            if flat:
+                optimizer.step()
+            else:
+                for name, p in optimizer.params:
+                    if p.grad is not None:
+                        optimizer.update(p._data, p.grad, optimizer.state.setdefault(name, {}))
+        results.append(([p._data for p in params], optimizer.state_arrays()))
+    return results
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("deepsharp").Adam(1e-2),
+    lambda: __import__("deepsharp").Adam(1e-2, weight_decay=0.1, betas=(0.8, 0.99)),
+    lambda: __import__("deepsharp").AdamW(1e-2),
+])
+def test_flat_adam_is_bit_identical_to_the_per_parameter_update(make):
+    for skip_at in (None, 2):  # a step without one gradient: per parameter from there on
+        (flat, flat_state), (each, each_state) = _adam_runs(make, skip_at=skip_at)
+        for a, b in zip(flat, each):
+            np.testing.assert_array_equal(a, b)
+        assert flat_state.keys() == each_state.keys()
+        for key in flat_state:
+            np.testing.assert_array_equal(flat_state[key], each_state[key], err_msg=key)
+
+
+def test_flat_adam_picks_up_a_loaded_state():
+    from deepsharp import Adam, Parameter
+
+    params = [Parameter(np.ones((2, 2), np.float32)), Parameter(np.ones(3, np.float32))]
+    optimizer = Adam(0.1).bind([("a", params[0]), ("b", params[1])])
+    for p in params:
+        p.grad = np.full(p.shape, 0.5, np.float32)
+    optimizer.step()
+    saved = {k: v.copy() for k, v in optimizer.state_arrays().items()}
+    after_one = [p._data.copy() for p in params]
+    optimizer.step()
+    after_two = [p._data.copy() for p in params]
+    for p, values in zip(params, after_one):
+        p._data[...] = values
+    optimizer.load_state_arrays(saved)  # copies: the flat buffers are made again from them
+    optimizer.step()
+    for p, expected in zip(params, after_two):
+        np.testing.assert_array_equal(p._data, expected)

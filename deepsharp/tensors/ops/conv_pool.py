@@ -28,6 +28,7 @@ from deepsharp.errors import OpError
 from deepsharp.tensors.ops.windows import (
     _FEW_CHANNELS, crop_places, offset_slices, offsets, output_lengths, pad_places, windows,
 )
+from deepsharp.tensors.ops.conv import _input_grad as conv_input_grad
 from deepsharp.tensors.primitives import needs_input_grad, primitive
 
 
@@ -100,24 +101,24 @@ class ConvReluMaxPool:
             np.multiply(g, hit, out=routed[p])
         flat = routed.reshape(-1, out_channels)
         gw = (cols.reshape(-1, cols.shape[-1]).T @ flat).reshape(w.shape)
-        gx = _input_grad(flat, w, padded, pool, pads) if needs_input_grad(0) else None
+        gx = _input_grad(routed, w, padded, pool, pads) if needs_input_grad(0) else None
         return (gx, gw) + ((g.sum(axis=0),) if bias else ())
 
 
-def _input_grad(flat: np.ndarray, w: np.ndarray, padded, pool, pads) -> np.ndarray:
-    """The adjoint of the pool-ordered im2col: every candidate's gradient times the kernel, added
-    where its window read (one strided add per pool offset and kernel offset)."""
+def _input_grad(routed: np.ndarray, w: np.ndarray, padded, pool, pads) -> np.ndarray:
+    """The gradient of the input: the candidates' gradients put back where their convolution
+    outputs lie (one strided copy per pool offset), then conv's own input gradient over the
+    places the pool reads."""
     nd = w.ndim - 2
-    kernel, c = w.shape[:nd], w.shape[-2]
-    count = int(np.prod(pool))
+    kernel = w.shape[:nd]
     pooled = tuple(n // p for n, p in zip(_conv_out(padded, kernel), pool))
-    dcols = (flat @ w.reshape(-1, w.shape[-1]).T).reshape(
-        count, padded[0], *pooled, int(np.prod(kernel)), c)
-    gxp = np.zeros(padded, flat.dtype)
+    read = tuple(n * p for n, p in zip(pooled, pool))
+    dense = np.empty((padded[0], *read, w.shape[-1]), routed.dtype)
+    blocks = routed.reshape(len(routed), padded[0], *pooled, w.shape[-1])
     for p, shift in enumerate(offsets(pool)):
-        for index, offset in enumerate(offsets(kernel)):
-            at = tuple(s + o for s, o in zip(shift, offset))
-            gxp[offset_slices(at, pooled, pool, (1,) * nd)] += dcols[p, ..., index, :]
+        dense[offset_slices(shift, pooled, pool, (1,) * nd)] = blocks[p]
+    ones = (1,) * nd
+    gxp = conv_input_grad(dense.reshape(-1, w.shape[-1]), w, padded, read, ones, ones)
     return crop_places(gxp, pads)
 
 
