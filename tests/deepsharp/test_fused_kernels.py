@@ -180,3 +180,49 @@ def test_flat_adam_picks_up_a_loaded_state():
     optimizer.step()
     for p, expected in zip(params, after_two):
         np.testing.assert_array_equal(p._data, expected)
+
+
+# -- GELU without scipy's erf -------------------------------------------------------------------
+def test_erf32_is_within_its_stated_error_of_float64_erf():
+    from scipy.special import erf
+
+    from deepsharp.tensors.ops.activations import ERF32_MAX_ERROR, erf32
+
+    x = np.linspace(-6, 6, 400_001, dtype=np.float32)
+    error = np.abs(erf32(x).astype(np.float64) - erf(x.astype(np.float64)))
+    assert error.max() <= ERF32_MAX_ERROR
+    assert erf32(x).dtype == np.float32 and erf32(np.float32([0.0]))[0] == 0.0
+
+
+def test_gelu_float32_agrees_with_float64_gelu():
+    """Values within |x| * erf32's error / 2 (and rounding); gradients as before (the same rule
+    from the same Phi)."""
+    from scipy.special import erf
+
+    x = np.random.default_rng(2).standard_normal(10_000).astype(np.float32) * 3
+    t = Tensor(x, requires_grad=True)
+    y = apply("gelu", t, approximate=0)
+    y.sum().backward()
+    x64 = x.astype(np.float64)
+    cdf = 0.5 * (1 + erf(x64 / np.sqrt(2)))
+    exact = x64 * cdf
+    bound = np.abs(x64) * 2.3e-7 + 1.2e-7 * np.abs(exact) + 1e-12
+    assert np.all(np.abs(y._data - exact) <= bound)
+    d = cdf + x64 * np.exp(-0.5 * x64 * x64) / np.sqrt(2 * np.pi)
+    np.testing.assert_allclose(t.grad, d, rtol=1e-6, atol=5e-7)
+
+
+# -- a dense layer's matmul and add as one primitive --------------------------------------------
+@pytest.mark.parametrize("shape", [(6, 5), (2, 3, 5)])
+def test_linear_matches_matmul_and_add(shape):
+    generator = np.random.default_rng(5)
+    arrays = [generator.standard_normal(s).astype(np.float32) for s in (shape, (5, 4), (4,))]
+    grad = generator.standard_normal((*shape[:-1], 4)).astype(np.float32)
+    results = []
+    for fused in (True, False):
+        x, w, b = (Tensor(a, requires_grad=True) for a in arrays)
+        y = apply("linear", x, w, b) if fused else apply("add", apply("matmul", x, w), b)
+        (y * Tensor(grad)).sum().backward()
+        results.append((y._data, x.grad, w.grad, b.grad))
+    for got, expected in zip(*results):
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=RTOL * np.abs(expected).max())
