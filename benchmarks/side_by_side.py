@@ -31,6 +31,8 @@ ROUNDS = 5          # kept rounds per measure
 MAX_ROUNDS = 12     # rounds run at most per measure (busy ones included)
 BUSY = 0.9          # a wall2 round whose CPU time is below this share of its wall time is busy
 LABELS = ("deepsharp", "torch", "torch best")
+MEASURES = {"cpu1": (1, 0), "wall2": (2, 1)}  # name: (threads, which time: 0 CPU, 1 wall)
+chosen = list(MEASURES)  # run.py's --measure narrows it
 
 
 @contextlib.contextmanager
@@ -75,7 +77,8 @@ def measure(name: str, factories: dict[str, Callable[[int], Callable[[], float]]
             ) -> list[dict]:
     """Both measures of one benchmark: one row per measure, times in ms per step."""
     rows = []
-    for measure_name, count, index in (("cpu1", 1, 0), ("wall2", 2, 1)):
+    for measure_name in chosen:
+        count, index = MEASURES[measure_name]
         with threads(count):
             trainers = {label: factories[label](count) for label in LABELS}
             results = _rounds(trainers, busy_check=(measure_name == "wall2"))

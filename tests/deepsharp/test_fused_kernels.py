@@ -127,7 +127,7 @@ def _adam_runs(make, steps: int = 4, skip_at: int | None = None):
     from deepsharp import Parameter
 
     generator = np.random.default_rng(7)
-    start = [generator.standard_normal(s).astype(np.float32) for s in ((5, 3), (3,), (4, 2, 2))]
+    start = [generator.standard_normal(s).astype(np.float32) for s in ((5, 3), (3,), (4, 2, 2), (130, 130))]
     grads = [[generator.standard_normal(a.shape).astype(np.float32) for a in start]
              for _ in range(steps)]
     results = []
@@ -226,3 +226,20 @@ def test_linear_matches_matmul_and_add(shape):
         results.append((y._data, x.grad, w.grad, b.grad))
     for got, expected in zip(*results):
         np.testing.assert_allclose(got, expected, rtol=RTOL, atol=RTOL * np.abs(expected).max())
+
+
+# -- layer norm in fewer passes -----------------------------------------------------------------
+def test_layer_norm_matches_the_shared_normalisation_rules():
+    from deepsharp.tensors.ops.norm import _normalise, _normalise_grad
+
+    generator = np.random.default_rng(6)
+    x, gamma, beta, grad = (generator.standard_normal(s).astype(np.float32) * 2 + 0.5
+                            for s in ((4, 5, 16), (16,), (16,), (4, 5, 16)))
+    tensors = [Tensor(a, requires_grad=True) for a in (x, gamma, beta)]
+    y = apply("layer_norm", *tensors, eps=1e-5)
+    (y * Tensor(grad)).sum().backward()
+    xhat, _, _, rstd = _normalise(x, (-1,), 1e-5)
+    expected = (xhat * gamma + beta, _normalise_grad(grad * gamma, xhat, rstd, (-1,)),
+                (grad * xhat).sum(axis=(0, 1)), grad.sum(axis=(0, 1)))
+    for got, e in zip((y._data, *(t.grad for t in tensors)), expected):
+        np.testing.assert_allclose(got, e, rtol=RTOL, atol=RTOL * np.abs(e).max())
