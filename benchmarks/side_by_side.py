@@ -1,8 +1,9 @@
 """Time deepsharp and PyTorch side by side, two ways, over interleaved rounds.
 
-Each benchmark gives three trainer factories: deepsharp (`fit`, the path a user takes), PyTorch's
-default (the usual loop, `torch.optim.Adam`) and PyTorch's best variant (fused Adam, and
-channels_last for a CNN). Each factory takes the number of threads and returns a function that
+Each benchmark gives four trainer factories: deepsharp (`fit`, the path a user takes, numpy
+only), deepsharp with its optional compiled kernels (`compiled()`, numba), PyTorch's default (the
+usual loop, `torch.optim.Adam`) and PyTorch's best variant (fused Adam, and channels_last for a
+CNN). Each factory takes the number of threads and returns a function that
 trains one round of `steps` optimisation steps. Two measures:
 
 - **cpu1**: CPU time (`time.process_time`) at 1 thread: numpy's BLAS limited to 1 thread
@@ -15,8 +16,9 @@ trains one round of `steps` optimisation steps. Two measures:
   (CPU < BUSY x wall: it was waiting for a core) is discarded and counted, not averaged in; rounds
   go on until ROUNDS are kept or MAX_ROUNDS were run.
 
-Rounds alternate the frameworks, so all three see the same conditions. Each framework's best
-(lowest) kept round is its figure; `x torch` and `x best` are PyTorch's time over deepsharp's
+Rounds alternate the frameworks, so all four see the same conditions. Each framework's best
+(lowest) kept round is its figure; `x torch` and `x best` are PyTorch's time over deepsharp's,
+`numba x best` PyTorch best's over deepsharp with compiled kernels
 (above 1: deepsharp is faster).
 """
 
@@ -30,7 +32,7 @@ from typing import Callable
 ROUNDS = 5          # kept rounds per measure
 MAX_ROUNDS = 12     # rounds run at most per measure (busy ones included)
 BUSY = 0.9          # a wall2 round whose CPU time is below this share of its wall time is busy
-LABELS = ("deepsharp", "torch", "torch best")
+LABELS = ("deepsharp", "numba", "torch", "torch best")
 MEASURES = {"cpu1": (1, 0), "wall2": (2, 1)}  # name: (threads, which time: 0 CPU, 1 wall)
 chosen = list(MEASURES)  # run.py's --measure narrows it
 
@@ -91,6 +93,7 @@ def measure(name: str, factories: dict[str, Callable[[int], Callable[[], float]]
             row[f"{label} busy"] = results[label]["busy"]
         row["x torch"] = row["torch"] / row["deepsharp"]
         row["x best"] = row["torch best"] / row["deepsharp"]
+        row["numba x best"] = row["torch best"] / row["numba"]
         rows.append(row)
     return rows
 
@@ -103,8 +106,9 @@ def report(name: str, factories: dict[str, Callable[[int], Callable[[], float]]]
     return rows
 
 
-HEADER = (f"{'benchmark':<13}{'measure':<8}{'deepsharp':>10}{'torch':>8}{'best':>8}"
-          f"{'x torch':>9}{'x best':>8}  {'busy rounds discarded (ds/torch/best)'}")
+HEADER = (f"{'benchmark':<13}{'measure':<8}{'deepsharp':>10}{'numba':>8}{'torch':>8}{'best':>8}"
+          f"{'x torch':>9}{'x best':>8}{'numba x best':>14}  busy rounds discarded "
+          f"(deepsharp/numba/torch/best)")
 
 
 def print_table(rows: list[dict], header: bool = True) -> None:
@@ -114,8 +118,9 @@ def print_table(rows: list[dict], header: bool = True) -> None:
     for row in rows:
         busy = "/".join(str(row[f"{label} busy"]) for label in LABELS)
         print(f"{row['benchmark']:<13}{row['measure']:<8}{row['deepsharp']:>10.2f}"
-              f"{row['torch']:>8.2f}{row['torch best']:>8.2f}{row['x torch']:>9.2f}"
-              f"{row['x best']:>8.2f}  {busy if row['measure'] == 'wall2' else '-'}")
+              f"{row['numba']:>8.2f}{row['torch']:>8.2f}{row['torch best']:>8.2f}"
+              f"{row['x torch']:>9.2f}{row['x best']:>8.2f}{row['numba x best']:>14.2f}"
+              f"  {busy if row['measure'] == 'wall2' else '-'}")
 
 
 def torch_ready():
@@ -166,8 +171,25 @@ def torch_trainer(model, loss_fn, x, y, batch: int, best: bool, lr: float = 1e-3
 
 
 def factories(deepsharp_epoch, torch_epoch) -> dict[str, Callable[[int], Callable[[], float]]]:
-    """The three trainers of a benchmark from its `deepsharp_epoch(threads)` and
+    """The four trainers of a benchmark from its `deepsharp_epoch(threads)` and
     `torch_epoch(best)`."""
     return {"deepsharp": deepsharp_epoch,
+            "numba": _compiled(deepsharp_epoch),
             "torch": lambda count: torch_epoch(False),
             "torch best": lambda count: torch_epoch(True)}
+
+
+def _compiled(deepsharp_epoch):
+    """deepsharp's trainer inside `compiled()`: the optional numba kernels on."""
+    from deepsharp.compiled import compiled
+
+    def factory(count: int) -> Callable[[], float]:
+        train = deepsharp_epoch(count)
+
+        def epoch() -> float:
+            with compiled():
+                return train()
+
+        return epoch
+
+    return factory

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from deepsharp.compiled import kernel
 from deepsharp.errors import SpecError, StateError
 from deepsharp.module import Parameter
 from deepsharp.schedules import Schedule
@@ -193,19 +194,12 @@ class Adam(Optimizer):
             self.state[name]["step"] += 1
         t = float(self.state[names[0]]["step"])
         m, v, work = flat.exp_avg, flat.exp_avg_sq, flat.work
-        np.subtract(g, m, out=work)                      # m += (1 - b1) (g - m)
-        work *= np.asarray(1 - b1, dt)
-        m += work
-        v *= np.asarray(b2, dt)                          # v = b2 v + (1 - b2) g g
-        np.multiply(np.asarray(1 - b2, dt), g, out=work)
-        work *= g
-        v += work
-        step_size = self.lr / (1 - b1 ** t)
-        np.sqrt(v, out=work)                             # sqrt(v) / sqrt(1 - b2^t) + eps
-        work /= np.asarray(math.sqrt(1 - b2 ** t), dt)
-        work += np.asarray(self.eps, dt)
-        np.divide(m, work, out=work)                     # p -= step_size (m / denom)
-        work *= np.asarray(step_size, dt)
+        compiled = kernel("adam_flat")
+        if compiled is not None:  # the same operations in one compiled pass (deepsharp.compiled)
+            compiled(g, m, v, work, *(dt.type(c) for c in (
+                1 - b1, 1 - b2, b2, math.sqrt(1 - b2 ** t), self.eps, self.lr / (1 - b1 ** t))))
+        else:
+            _adam_numpy(g, m, v, work, b1, b2, t, self.lr, self.eps)
         for (_, p), part in zip(live, flat.views(work)):
             p._data -= part
         return True
@@ -283,6 +277,24 @@ class RMSprop(Optimizer):
     def config(self):
         return {**super().config(), "alpha": self.alpha, "eps": self.eps,
                 "momentum": self.momentum, "centered": self.centered}
+
+
+def _adam_numpy(g, m, v, work, b1, b2, t, lr, eps) -> None:
+    """Adam's moments and update over flat buffers, the update left in `work`."""
+    dt = g.dtype
+    np.subtract(g, m, out=work)                      # m += (1 - b1) (g - m)
+    work *= np.asarray(1 - b1, dt)
+    m += work
+    v *= np.asarray(b2, dt)                          # v = b2 v + (1 - b2) g g
+    np.multiply(np.asarray(1 - b2, dt), g, out=work)
+    work *= g
+    v += work
+    step_size = lr / (1 - b1 ** t)
+    np.sqrt(v, out=work)                             # sqrt(v) / sqrt(1 - b2^t) + eps
+    work /= np.asarray(math.sqrt(1 - b2 ** t), dt)
+    work += np.asarray(eps, dt)
+    np.divide(m, work, out=work)                     # step_size (m / denom)
+    work *= np.asarray(step_size, dt)
 
 
 class _FlatMoments:

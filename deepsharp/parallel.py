@@ -32,6 +32,7 @@ naming why. `threadpoolctl` is the optional extra `deepsharp[parallel]`.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, Callable, Iterator
@@ -112,7 +113,9 @@ def forward_backward(module: Module, run_rows: Pass, size: int) -> tuple[float, 
     run = current_run()
     half = (size + 1) // 2
     shares = (slice(0, half), slice(half, size))
-    other = _POOL.submit(_share, run, run_rows, shares[1], size)
+    # the worker runs in a copy of this thread's context: the same modes (no_grad, float64,
+    # compiled kernels) as the calling thread
+    other = _POOL.submit(contextvars.copy_context().run, _share, run, run_rows, shares[1], size)
     mine = _share(run, run_rows, shares[0], size)
     theirs = other.result()
     _merge(mine[2], theirs[2])
