@@ -243,3 +243,41 @@ def test_layer_norm_matches_the_shared_normalisation_rules():
                 (grad * xhat).sum(axis=(0, 1)), grad.sum(axis=(0, 1)))
     for got, e in zip((y._data, *(t.grad for t in tensors)), expected):
         np.testing.assert_allclose(got, e, rtol=RTOL, atol=RTOL * np.abs(e).max())
+
+
+# -- self-attention's projections and attention as one primitive -------------------------------
+@pytest.mark.parametrize("heads, causal, masked", [(4, 0, False), (1, 1, True), (2, 0, True)])
+def test_self_attention_matches_its_layers_primitives(heads, causal, masked):
+    """The layer's unfused path (what a tracer records) against the fused primitive it runs."""
+    from deepsharp.tensors import modes
+
+    spec = Sequential().multi_head_attention(heads, 8, causal=bool(causal)) if heads > 1 else \
+        Sequential().attention(causal=bool(causal))
+    network = spec.lower(Shape(5, 8), RandomStream(1))
+    (step,) = network.steps
+    generator = np.random.default_rng(heads)
+    x = generator.standard_normal((3, 5, 8)).astype(np.float32)
+    mask = Tensor(np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], bool)) \
+        if masked else None
+    grad = generator.standard_normal((3, 5, 8)).astype(np.float32)
+    results = []
+    for fused in (True, False):
+        for _, p in network.named_parameters():
+            p.grad = None
+        t = Tensor(x, requires_grad=True)
+
+        class _Unfused:  # a hook that records nothing but makes the layer take its unfused path
+            def involves(self, tensors):
+                return False
+
+        if fused:
+            y = step.call(Flow(t, mask)).value
+        else:
+            with modes.installed_trace_hook(_Unfused()):
+                y = step.call(Flow(t, mask)).value
+        assert (y.record.op in ("self_attention", "linear")) == fused
+        (y * Tensor(grad)).sum().backward()
+        results.append([y._data, t.grad] + [p.grad for _, p in network.named_parameters()])
+    scale = max(np.abs(e).max() for e in results[1])  # the key bias's gradient is zero, bar rounding
+    for got, expected in zip(*results):
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=RTOL * scale)

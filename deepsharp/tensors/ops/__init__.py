@@ -3,4 +3,4 @@
 from deepsharp.tensors.ops import activations, elementwise, linalg, losses, reduce, shape  # noqa: F401
 from deepsharp.tensors.ops import conv, norm, pool, resample  # noqa: F401
 from deepsharp.tensors.ops import attention, embedding, recurrent  # noqa: F401
-from deepsharp.tensors.ops import conv_pool  # noqa: F401
+from deepsharp.tensors.ops import conv_pool, self_attention  # noqa: F401
