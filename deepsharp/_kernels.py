@@ -11,6 +11,7 @@ from numba import njit
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 _ONE = np.float32(1.0)
+_HALF = np.float32(0.5)
 
 
 @njit(**_JIT)
@@ -47,8 +48,6 @@ def lstm_step_grad(a, tc, c_prev, dh, dc, d, dc_out):
             dc_out[b, j] = total * f
 
 
-_HALF = np.float32(0.5)
-
 
 @njit(**_JIT)
 def lstm_step_cell(g, c, c_out):
@@ -61,3 +60,33 @@ def lstm_step_cell(g, c, c_out):
             g[b, k] = g[b, k] * _HALF + _HALF
         for j in range(hidden):
             c_out[b, j] = g[b, 2 * hidden + j] * c[b, j] + g[b, hidden + j] * g[b, 3 * hidden + j]
+
+
+_INV_SQRT_2 = np.float32(1.0 / np.sqrt(2.0))
+_FOUR = np.float32(4.0)
+
+
+@njit(**_JIT)
+def gelu_erf32(x, numerator, denominator, cdf, out):
+    """GELU by erf32 (`activations.Gelu`, float32) in one pass: cdf = (erf32(x / sqrt 2) + 1) / 2,
+    out = x cdf; erf32's clip, Horner steps and division in its order."""
+    last_p, last_q = len(numerator) - 1, len(denominator) - 1
+    for i in range(x.size):
+        xi = x[i]
+        v = xi * _INV_SQRT_2
+        if v < -_FOUR:
+            v = -_FOUR
+        elif v > _FOUR:
+            v = _FOUR
+        z = v * v
+        p = z * numerator[0]
+        for k in range(1, last_p):
+            p = (p + numerator[k]) * z
+        p = p + numerator[last_p]
+        q = z * denominator[0]
+        for k in range(1, last_q):
+            q = (q + denominator[k]) * z
+        q = q + denominator[last_q]
+        c = ((p * v) / q + _ONE) * _HALF
+        cdf[i] = c
+        out[i] = xi * c

@@ -64,6 +64,20 @@ def test_training_with_compiled_kernels_gives_the_same_parameters():
         np.testing.assert_array_equal(states[0][name], value, err_msg=name)
 
 
+def test_gelu_kernel_is_bit_identical_to_numpy():
+    x = np.concatenate([np.random.default_rng(3).standard_normal(200_000) * 3,
+                        [0.0, -0.0, 5.0, -7.0, 1e-30, 40.0, -40.0]]).astype(np.float32)
+    results = []
+    for on in (True, False):
+        t = Tensor(x, requires_grad=True)
+        with compiled(on):
+            y = apply("gelu", t, approximate=0)
+            y.sum().backward()
+        results.append((y._data, t.grad))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_compiled_without_numba_names_the_extra(monkeypatch):
     import deepsharp.compiled as module
 
