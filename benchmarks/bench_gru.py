@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import deepsharp_trainer, factories, report, torch_ready, torch_trainer
+from side_by_side import deepsharp_trainer, factories, report, series_data, torch_data, torch_recurrent, torch_trainer
 
 STEPS, FEATURES, UNITS, BATCH, BATCHES = 50, 32, 64, 64, 20
 
 
 def _data() -> tuple[np.ndarray, np.ndarray]:
-    generator = np.random.default_rng(0)
-    x = generator.standard_normal((BATCH * BATCHES, STEPS, FEATURES)).astype(np.float32)
-    y = (x[:, -10:, :4].sum(axis=(1, 2)) / 10).astype(np.float32)[:, None]
-    return x, y
+    return series_data(BATCH, BATCHES, STEPS, FEATURES)
 
 
 def deepsharp_epoch(threads: int = 1):
@@ -30,20 +27,11 @@ def deepsharp_epoch(threads: int = 1):
 
 
 def torch_epoch(best: bool = False):
-    torch = torch_ready()
-    x, y = (torch.from_numpy(a) for a in _data())
-
-    class Model(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.gru = torch.nn.GRU(FEATURES, UNITS, batch_first=True, bidirectional=True)
-            self.dense = torch.nn.Linear(2 * UNITS, 1)
-
-        def forward(self, inputs):
-            _, h = self.gru(inputs)                 # (2, batch, units): forward, backward
-            return self.dense(torch.cat([h[0], h[1]], dim=1))
-
-    return torch_trainer(Model(), torch.nn.MSELoss(), x, y, BATCH, best)
+    torch, x, y = torch_data(_data())
+    gru = torch.nn.GRU(FEATURES, UNITS, batch_first=True, bidirectional=True)
+    model = torch_recurrent(torch, gru, 2 * UNITS,   # h_n (2, batch, units): both directions
+                            lambda outputs: torch.cat([outputs[1][0], outputs[1][1]], dim=1))
+    return torch_trainer(model, torch.nn.MSELoss(), x, y, BATCH, best)
 
 
 def main() -> list[dict]:

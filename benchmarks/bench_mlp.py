@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import deepsharp_trainer, factories, report, torch_ready, torch_trainer
+from side_by_side import deepsharp_trainer, factories, report, torch_data, torch_trainer
 
 FEATURES, CLASSES, BATCH, BATCHES = 784, 10, 128, 40
 
@@ -30,8 +30,7 @@ def deepsharp_epoch(threads: int = 1):
 
 
 def torch_epoch(best: bool = False):
-    torch = torch_ready()
-    x, y = (torch.from_numpy(a) for a in _data())
+    torch, x, y = torch_data(_data())
     nn = torch.nn
     model = nn.Sequential(nn.Linear(FEATURES, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                           nn.Linear(256, CLASSES))

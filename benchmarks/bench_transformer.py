@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import deepsharp_trainer, factories, report, torch_ready, torch_trainer
+from side_by_side import deepsharp_trainer, factories, report, torch_data, torch_trainer
 
 TOKENS, VOCABULARY, WIDTH, HEADS, FEED, CLASSES, BATCH, BATCHES = 64, 1000, 128, 4, 512, 2, 32, 16
 
@@ -48,8 +48,7 @@ def deepsharp_epoch(threads: int = 1):
 
 
 def torch_epoch(best: bool = False):
-    torch = torch_ready()
-    x, y = (torch.from_numpy(a) for a in _data())
+    torch, x, y = torch_data(_data())
 
     class Model(torch.nn.Module):
         def __init__(self) -> None:

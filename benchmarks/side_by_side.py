@@ -131,6 +131,40 @@ def torch_ready():
     return torch
 
 
+def series_data(batch: int, batches: int, steps: int, features: int
+                ) -> tuple:
+    """Random series (batch * batches, steps, features) and a target the last 10 steps decide:
+    the recurrent benchmarks' data."""
+    import numpy as np
+
+    generator = np.random.default_rng(0)
+    x = generator.standard_normal((batch * batches, steps, features)).astype(np.float32)
+    y = (x[:, -10:, :4].sum(axis=(1, 2)) / 10).astype(np.float32)[:, None]
+    return x, y
+
+
+def torch_data(arrays) -> tuple:
+    """torch (seeded) and the benchmark's arrays as tensors."""
+    torch = torch_ready()
+    return (torch, *(torch.from_numpy(a) for a in arrays))
+
+
+def torch_recurrent(torch, recurrent, width: int, last):
+    """A torch model: `recurrent` (a module made first, so seeded first), its last states picked
+    by `last(outputs)` (batch, width), then Linear(width, 1)."""
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.recurrent = recurrent
+            self.dense = torch.nn.Linear(width, 1)
+
+        def forward(self, inputs):
+            return self.dense(last(self.recurrent(inputs)))
+
+    return Model()
+
+
 def deepsharp_trainer(network, loss, x, y, batch: int, threads: int, lr: float = 1e-3):
     """One epoch of `network.fit` (Adam, a new order each epoch: the path a user takes); at 2
     threads inside `data_parallel(2)`."""
