@@ -90,3 +90,19 @@ def gelu_erf32(x, numerator, denominator, cdf, out):
         c = ((p * v) / q + _ONE) * _HALF
         cdf[i] = c
         out[i] = xi * c
+
+
+@njit(**_JIT)
+def route_to_first_max(products, best, g, routed):
+    """`conv_relu_max_pool`'s backward routing: routed[p] = g where candidate p is the first
+    (in p order) to equal the window's largest value, else g * 0 (numpy's g * False)."""
+    count, rows, channels = products.shape
+    zero = g.dtype.type(0)
+    one = g.dtype.type(1)
+    for m in range(rows):
+        for o in range(channels):
+            found = False
+            for p in range(count):
+                hit = not found and products[p, m, o] == best[m, o]
+                found = found or hit
+                routed[p, m, o] = g[m, o] * (one if hit else zero)

@@ -78,6 +78,27 @@ def test_gelu_kernel_is_bit_identical_to_numpy():
         np.testing.assert_array_equal(a, b)
 
 
+def test_max_pool_routing_kernel_is_bit_identical_to_numpy():
+    """Random values and a constant image (every candidate tied): the same routes, the same
+    signed zeros."""
+    generator = np.random.default_rng(4)
+    w = generator.standard_normal((3, 3, 2, 5)).astype(np.float32)
+    b = generator.standard_normal(5).astype(np.float32)
+    for x in (generator.standard_normal((2, 9, 8, 2)).astype(np.float32),
+              np.ones((2, 9, 8, 2), np.float32)):
+        grad = generator.standard_normal((2, 3, 3, 5)).astype(np.float32)
+        results = []
+        for on in (True, False):
+            tensors = [Tensor(a, requires_grad=True) for a in (x, w, b)]
+            with compiled(on):
+                y = apply("conv_relu_max_pool", *tensors, pads=(0, 0, 0, 0), pool=(2, 2))
+                (y * Tensor(grad)).sum().backward()
+            results.append([t.grad for t in tensors])
+        for a, b_ in zip(*results):
+            np.testing.assert_array_equal(a, b_)
+            np.testing.assert_array_equal(np.signbit(a), np.signbit(b_))
+
+
 def test_compiled_without_numba_names_the_extra(monkeypatch):
     import deepsharp.compiled as module
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from deepsharp.compiled import kernel
 from deepsharp.errors import OpError
 from deepsharp.tensors.ops.windows import (
     _FEW_CHANNELS, crop_places, offset_slices, offsets, output_lengths, pad_places, windows,
@@ -92,13 +93,17 @@ class ConvReluMaxPool:
         g = grad.reshape(-1, out_channels) * (pre > 0)
         # max_pool's rule: to the first largest candidate of each window, in row-major order
         routed = np.empty_like(products)
-        free = np.ones(best.shape, bool)
-        hit = np.empty(best.shape, bool)
-        for p in range(len(products)):
-            np.equal(products[p], best, out=hit)
-            np.logical_and(hit, free, out=hit)
-            np.logical_xor(free, hit, out=free)
-            np.multiply(g, hit, out=routed[p])
+        compiled = kernel("route_to_first_max")
+        if compiled is not None:  # the same selection in one pass (deepsharp.compiled)
+            compiled(products, best, g, routed)
+        else:
+            free = np.ones(best.shape, bool)
+            hit = np.empty(best.shape, bool)
+            for p in range(len(products)):
+                np.equal(products[p], best, out=hit)
+                np.logical_and(hit, free, out=hit)
+                np.logical_xor(free, hit, out=free)
+                np.multiply(g, hit, out=routed[p])
         flat = routed.reshape(-1, out_channels)
         gw = (cols.reshape(-1, cols.shape[-1]).T @ flat).reshape(w.shape)
         gx = _input_grad(routed, w, padded, pool, pads) if needs_input_grad(0) else None
