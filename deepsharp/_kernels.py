@@ -106,3 +106,64 @@ def route_to_first_max(products, best, g, routed):
                 hit = not found and products[p, m, o] == best[m, o]
                 found = found or hit
                 routed[p, m, o] = g[m, o] * (one if hit else zero)
+
+
+@njit(**_JIT)
+def gru_step_inputs(a, gh, b_hh):
+    """One GRU step forward (`Gru.forward`), before the tanh: gh += b_hh, and the state's share
+    added to the r and z gates' inputs a[:, :2H]."""
+    batch, width = gh.shape
+    two = 2 * (width // 3)
+    for b in range(batch):
+        for k in range(width):
+            gh[b, k] = gh[b, k] + b_hh[k]
+        for k in range(two):
+            a[b, k] = a[b, k] + gh[b, k]
+
+
+@njit(**_JIT)
+def gru_step_candidate(a, gh, hn_t):
+    """After the tanh of r and z: the sigmoid gates from their tanh, hn_t = h W_hn + b_hn, and the
+    candidate's input n + r (h W_hn + b_hn) (its tanh follows in numpy)."""
+    batch, width = gh.shape
+    hidden = width // 3
+    for b in range(batch):
+        for k in range(2 * hidden):
+            a[b, k] = a[b, k] * _HALF + _HALF
+        for j in range(hidden):
+            hn_t[b, j] = gh[b, 2 * hidden + j]
+            a[b, 2 * hidden + j] = a[b, 2 * hidden + j] + a[b, j] * gh[b, 2 * hidden + j]
+
+
+@njit(**_JIT)
+def gru_step_state(h, a, h_new):
+    """h' = (h - n) z + n, gates (r, z, n) in a."""
+    batch, hidden = h.shape
+    for b in range(batch):
+        for j in range(hidden):
+            n = a[b, 2 * hidden + j]
+            h_new[b, j] = (h[b, j] - n) * a[b, hidden + j] + n
+
+
+@njit(**_JIT)
+def gru_step_grad(a, hn_t, prev, dh, dx_t, dh_t, carry):
+    """One GRU step back through time (`_gru_through_time`): the gradients of the step's input
+    products dx_t and state products dh_t (batch, 3H), and carry = dh z (added to the product
+    back through W_hh)."""
+    batch, hidden = dh.shape
+    for b in range(batch):
+        for j in range(hidden):
+            r = a[b, j]
+            z = a[b, hidden + j]
+            n = a[b, 2 * hidden + j]
+            h_grad = dh[b, j]
+            dn = (h_grad - h_grad * z) * (_ONE - n * n)
+            dr = (dn * hn_t[b, j]) * (r - r * r)
+            dz = ((prev[b, j] - n) * h_grad) * (z - z * z)
+            dx_t[b, j] = dr
+            dx_t[b, hidden + j] = dz
+            dx_t[b, 2 * hidden + j] = dn
+            dh_t[b, j] = dr
+            dh_t[b, hidden + j] = dz
+            dh_t[b, 2 * hidden + j] = dn * r
+            carry[b, j] = h_grad * z

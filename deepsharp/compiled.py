@@ -10,8 +10,8 @@ it, four inner loops run as one compiled pass each instead of a dozen numpy call
 
 - Adam's update over its flat buffers (`deepsharp.optimizers`), 5x faster at an MLP's 270k
   parameters (0.15 ms against 0.8);
-- the LSTM's elementwise work of one step, forward (sigmoid gates and the new cell) and back through
-  time (every gate's gradient), in `deepsharp.tensors.ops.recurrent`;
+- the LSTM's and the GRU's elementwise work of one step, forward (sigmoid gates, the new cell or
+  state) and back through time (every gate's gradient), in `deepsharp.tensors.ops.recurrent`;
 - GELU's forward pass with erf32 (`deepsharp.tensors.ops.activations`): 24 arithmetic passes in
   one;
 - `conv_relu_max_pool`'s backward routing of each window's gradient to its first largest

@@ -17,7 +17,8 @@ What it changes, and nothing else:
 - **BLAS threads:** set to 1 (threadpoolctl, on numpy's BLAS) while the `with` block runs and put
   back as they were when it ends; the environment (OPENBLAS_NUM_THREADS and the like) is never
   touched. At 1 thread there are no idle BLAS workers: OpenBLAS's idle workers otherwise spin
-  after each call (about 100 ms of CPU per call burst on this machine), CPU the other share needs.
+  after each call (7 to 100 ms of CPU after a product, measured here by load), CPU the other
+  share needs.
 - **Numbers:** the same as one pass over the whole batch up to float summation order (a product
   over 32 rows plus one over 32 rows, against one over 64): the tests hold parameters after
   training steps to 1e-5 relative. Random draws (dropout, spatial dropout, Gaussian noise) are the

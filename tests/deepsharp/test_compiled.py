@@ -33,19 +33,20 @@ def test_adam_kernel_is_bit_identical_to_numpy(make):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("kind, gates", [("lstm", 4), ("gru", 3)])
 @pytest.mark.parametrize("reverse", [0, 1])
-def test_lstm_step_kernels_are_bit_identical_to_numpy(reverse):
+def test_recurrent_step_kernels_are_bit_identical_to_numpy(kind, gates, reverse):
     generator = np.random.default_rng(1)
     arrays = [generator.standard_normal(s).astype(np.float32) * 0.5
-              for s in ((3, 6, 4), (4, 20), (5, 20), (20,), (20,))]
+              for s in ((3, 6, 4), (4, 5 * gates), (5, 5 * gates), (5 * gates,), (5 * gates,))]
     weights = [generator.standard_normal(s).astype(np.float32) for s in ((3, 6, 5), (3, 5))]
     results = []
     for on in (True, False):
         tensors = [Tensor(a, requires_grad=True) for a in arrays]
         with compiled(on):
-            y, h, c = apply("lstm", *tensors, reverse=reverse)
+            y, h, *c = apply(kind, *tensors, reverse=reverse)
             ((y * Tensor(weights[0])).sum() + (h * Tensor(weights[1])).sum()).backward()
-        results.append([y._data, h._data, c._data] + [t.grad for t in tensors])
+        results.append([y._data, h._data] + [s._data for s in c] + [t.grad for t in tensors])
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
 
