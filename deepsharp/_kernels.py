@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from deepsharp.tensors.ops.activations import _ERF_DENOMINATOR, _ERF_NUMERATOR
+
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 _ONE = np.float32(1.0)
 _HALF = np.float32(0.5)
@@ -66,30 +68,34 @@ _INV_SQRT_2 = np.float32(1.0 / np.sqrt(2.0))
 _FOUR = np.float32(4.0)
 
 
-@njit(**_JIT)
-def gelu_erf32(x, numerator, denominator, cdf, out):
-    """GELU by erf32 (`activations.Gelu`, float32) in one pass: cdf = (erf32(x / sqrt 2) + 1) / 2,
-    out = x cdf; erf32's clip, Horner steps and division in its order."""
-    last_p, last_q = len(numerator) - 1, len(denominator) - 1
-    for i in range(x.size):
-        xi = x[i]
-        v = xi * _INV_SQRT_2
-        if v < -_FOUR:
-            v = -_FOUR
-        elif v > _FOUR:
-            v = _FOUR
-        z = v * v
-        p = z * numerator[0]
-        for k in range(1, last_p):
-            p = (p + numerator[k]) * z
-        p = p + numerator[last_p]
-        q = z * denominator[0]
-        for k in range(1, last_q):
-            q = (q + denominator[k]) * z
-        q = q + denominator[last_q]
-        c = ((p * v) / q + _ONE) * _HALF
-        cdf[i] = c
-        out[i] = xi * c
+def _make_gelu_erf32(numerator, denominator):
+    """The GELU kernel with erf32's coefficients as compile-time constants: no inner loop, so the
+    loop over values vectorises."""
+    a0, a1, a2, a3, a4, a5, a6 = (np.float32(c) for c in numerator)
+    b0, b1, b2, b3, b4 = (np.float32(c) for c in denominator)
+
+    @njit(**_JIT)
+    def gelu_erf32(x, cdf, out):
+        """GELU by erf32 (`activations.Gelu`, float32) in one pass: cdf = (erf32(x / sqrt 2) + 1)
+        / 2, out = x cdf; erf32's clip, Horner steps and division in its order."""
+        for i in range(x.size):
+            xi = x[i]
+            v = xi * _INV_SQRT_2
+            if v < -_FOUR:
+                v = -_FOUR
+            elif v > _FOUR:
+                v = _FOUR
+            z = v * v
+            p = ((((((z * a0 + a1) * z + a2) * z + a3) * z + a4) * z + a5) * z) + a6
+            q = ((((z * b0 + b1) * z + b2) * z + b3) * z) + b4
+            c = ((p * v) / q + _ONE) * _HALF
+            cdf[i] = c
+            out[i] = xi * c
+
+    return gelu_erf32
+
+
+gelu_erf32 = _make_gelu_erf32(_ERF_NUMERATOR, _ERF_DENOMINATOR)
 
 
 @njit(**_JIT)

@@ -111,7 +111,7 @@ class Gelu:
         cdf, out = np.empty_like(flat), np.empty_like(flat)
         compiled = kernel("gelu_erf32")
         if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
-            compiled(flat, _ERF_NUMERATOR, _ERF_DENOMINATOR, cdf, out)
+            compiled(flat, cdf, out)
             return out.reshape(a.shape), cdf.reshape(a.shape)
         for part in blocks(flat.size):
             c = np.multiply(flat[part], _INV_SQRT_2, out=cdf[part])
