@@ -101,16 +101,18 @@ gelu_erf32 = _make_gelu_erf32(_ERF_NUMERATOR, _ERF_DENOMINATOR)
 @njit(**_JIT)
 def route_to_first_max(products, best, g, routed):
     """`conv_relu_max_pool`'s backward routing: routed[p] = g where candidate p is the first
-    (in p order) to equal the window's largest value, else g * 0 (numpy's g * False)."""
+    (in p order) to equal the window's largest value, else g * 0 (numpy's g * False). The loop
+    over channels is innermost and branch-free, so it vectorises."""
     count, rows, channels = products.shape
     zero = g.dtype.type(0)
     one = g.dtype.type(1)
+    free = np.empty(channels, np.bool_)
     for m in range(rows):
-        for o in range(channels):
-            found = False
-            for p in range(count):
-                hit = not found and products[p, m, o] == best[m, o]
-                found = found or hit
+        free[:] = True
+        for p in range(count):
+            for o in range(channels):
+                hit = free[o] and products[p, m, o] == best[m, o]
+                free[o] = free[o] and not hit
                 routed[p, m, o] = g[m, o] * (one if hit else zero)
 
 
