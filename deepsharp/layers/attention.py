@@ -100,7 +100,7 @@ class SelfAttentionStep(Step):
                       *(getattr(self, f"{name}_bias") for name in PROJECTIONS), *extra,
                       heads=self.heads, scale=self.scale, causal=int(self.spec.causal))
             if self.spec.multi_head():
-                a = apply("linear", a, self.output_weight, self.output_bias)
+                a = apply("matmul_add", a, self.output_weight, self.output_bias)
             return Flow(a, flow.mask)
         q, k, v = (self._project(x, name) for name in PROJECTIONS)
         a = apply("attention", q, k, v, *extra, scale=self.scale, causal=int(self.spec.causal))

@@ -51,7 +51,7 @@ NOT_TRACEABLE: dict[str, str] = {
     "mse_loss": _LOSS, "bce_logits_loss": _LOSS, "cross_entropy_loss": _LOSS,
     "cross_entropy_ids_loss": _LOSS,
     # fused kernels a network runs only when no tracer records (the trace holds their primitives)
-    "linear": _FUSED, "conv_relu_max_pool": _FUSED, "self_attention": _FUSED,
+    "matmul_add": _FUSED, "conv_relu_max_pool": _FUSED, "self_attention": _FUSED,
 }
 
 

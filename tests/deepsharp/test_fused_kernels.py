@@ -214,14 +214,14 @@ def test_gelu_float32_agrees_with_float64_gelu():
 
 # -- a dense layer's matmul and add as one primitive --------------------------------------------
 @pytest.mark.parametrize("shape", [(6, 5), (2, 3, 5)])
-def test_linear_matches_matmul_and_add(shape):
+def test_matmul_add_matches_matmul_and_add(shape):
     generator = np.random.default_rng(5)
     arrays = [generator.standard_normal(s).astype(np.float32) for s in (shape, (5, 4), (4,))]
     grad = generator.standard_normal((*shape[:-1], 4)).astype(np.float32)
     results = []
     for fused in (True, False):
         x, w, b = (Tensor(a, requires_grad=True) for a in arrays)
-        y = apply("linear", x, w, b) if fused else apply("add", apply("matmul", x, w), b)
+        y = apply("matmul_add", x, w, b) if fused else apply("add", apply("matmul", x, w), b)
         (y * Tensor(grad)).sum().backward()
         results.append((y._data, x.grad, w.grad, b.grad))
     for got, expected in zip(*results):
@@ -275,7 +275,7 @@ def test_self_attention_matches_its_layers_primitives(heads, causal, masked):
         else:
             with modes.installed_trace_hook(_Unfused()):
                 y = step.call(Flow(t, mask)).value
-        assert (y.record.op in ("self_attention", "linear")) == fused
+        assert (y.record.op in ("self_attention", "matmul_add")) == fused
         (y * Tensor(grad)).sum().backward()
         results.append([y._data, t.grad] + [p.grad for _, p in network.named_parameters()])
     scale = max(np.abs(e).max() for e in results[1])  # the key bias's gradient is zero, bar rounding

@@ -1,4 +1,4 @@
-"""Matrix products: `matmul` (numpy's, batch axes broadcast) and `linear` (x @ w + b fused).
+"""Matrix products: `matmul` (numpy's, batch axes broadcast) and `matmul_add` (x @ w + b fused).
 
 A product of a batch of rows by one matrix, (..., n, k) @ (k, m), is folded into one 2-D product
 (one BLAS call over every row) each way, rather than numpy's loop of products per leading index.
@@ -38,15 +38,15 @@ class MatMul:
         return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
 
 
-@primitive("linear")
-class Linear:
+@primitive("matmul_add")
+class MatMulAdd:
     """x @ w + b over the last axis of x (..., k), w (k, m), b (m,): a dense layer's matmul and
     add as one primitive, the bias added in place into the product. A network runs it only when
     no tracer records (the graph holds MatMul and Add); the tests hold it to the two primitives."""
 
     def forward(x, w, b):
         if x.ndim < 2 or w.ndim != 2 or x.shape[-1] != w.shape[0] or b.shape != w.shape[1:]:
-            raise OpError(f"linear: needs x (..., k), w (k, m) and b (m,), received {x.shape}, "
+            raise OpError(f"matmul_add: needs x (..., k), w (k, m) and b (m,), received {x.shape}, "
                           f"{w.shape} and {b.shape}")
         y = _rows(x) @ w
         y += b
