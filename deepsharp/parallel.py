@@ -52,7 +52,7 @@ MIXES_EXAMPLES = frozenset({"batch_norm"})
 _threads: ContextVar[int] = ContextVar("deepsharp_data_parallel", default=1)
 _POOL: ThreadPoolExecutor | None = None
 
-Pass = Callable[[slice], tuple[Tensor, Tensor]]
+Pass = Callable[[slice], tuple[Tensor, Any]]
 
 
 @contextlib.contextmanager
@@ -97,16 +97,18 @@ def check_splittable(module: Module) -> None:
                                 f"numbers. Train it on one thread")
 
 
-def forward_backward(module: Module, run_rows: Pass, size: int) -> tuple[float, np.ndarray]:
-    """Forward and backward of one batch of `size` rows; (the loss, the logits array).
+def forward_backward(module: Module, run_rows: Pass, size: int) -> tuple[float, Any]:
+    """Forward and backward of one batch of `size` rows: (the loss, what the pass returned).
 
-    `run_rows(rows)` runs the forward pass on those rows of the batch and returns (the loss, a
-    mean over them; the logits). Leaf gradients accumulate into `.grad` as one `backward` would.
+    `run_rows(rows)` runs the forward pass on those rows of the batch and returns the loss (a mean
+    over them) and a payload: arrays with a row per example, numbers that are means over the rows,
+    in dicts and tuples. Two shares' payloads are joined (arrays concatenated, numbers weighted by
+    rows). Leaf gradients accumulate into `.grad` as one `backward` would.
     """
     if _threads.get() == 1 or size < 2:
-        value, logits = run_rows(slice(0, size))
+        value, payload = run_rows(slice(0, size))
         value.backward()
-        return float(value._data), logits._data
+        return float(value._data), payload
     check_splittable(module)
     global _POOL
     if _POOL is None:
@@ -120,8 +122,21 @@ def forward_backward(module: Module, run_rows: Pass, size: int) -> tuple[float, 
     mine = _share(run, run_rows, shares[0], size)
     theirs = other.result()
     _merge(mine[2], theirs[2])
-    loss = (mine[0] * half + theirs[0] * (size - half)) / size
-    return loss, np.concatenate([mine[1], theirs[1]])
+    weights = (half / size, (size - half) / size)
+    return mine[0] * weights[0] + theirs[0] * weights[1], _join(mine[1], theirs[1], weights)
+
+
+def _join(first: Any, second: Any, weights: tuple[float, float]) -> Any:
+    """Two shares' payloads as one batch's: arrays concatenated, numbers weighted by rows."""
+    if isinstance(first, dict):
+        return {key: _join(first[key], second[key], weights) for key in first}
+    if isinstance(first, (tuple, list)):
+        return type(first)(_join(a, b, weights) for a, b in zip(first, second))
+    if isinstance(first, np.ndarray):
+        return np.concatenate([first, second])
+    if isinstance(first, float):
+        return first * weights[0] + second * weights[1]
+    return first
 
 
 def _share(run: Any, run_rows: Pass, rows: slice, size: int):
@@ -130,11 +145,11 @@ def _share(run: Any, run_rows: Pass, rows: slice, size: int):
     token = leaf_sink.set(sink)
     try:
         with running(run.random, run.step, (rows, size)):
-            value, logits = run_rows(rows)
+            value, payload = run_rows(rows)
         value.backward(np.asarray((rows.stop - rows.start) / size, value.dtype))
     finally:
         leaf_sink.reset(token)
-    return float(value._data), logits._data, sink
+    return float(value._data), payload, sink
 
 
 def _merge(first: dict, second: dict) -> None:

@@ -97,7 +97,7 @@ class _Epoch:
 
 def _loss_of(module: Module, loss: Loss, x: np.ndarray, y: np.ndarray) -> tuple[Tensor, Tensor]:
     logits = module.logits(Tensor(x), loss)
-    return loss(logits, y), logits
+    return loss(logits, y), logits._data
 
 
 def _train_epoch(module, x, y, loss, optimizer, stream, epoch, step, batch_size, shuffle, bar):

@@ -34,10 +34,15 @@ def _gradients(network, x, y, count: int):
         p.grad = None
     network.train()
     with data_parallel(count), running(Stream(3), 7):
-        value, logits = forward_backward(network, lambda rows: (
-            loss(network.logits(Tensor(x[rows]), loss), y[rows]),
-            network.logits(Tensor(x[rows]), loss)), len(x))
-    return value, logits, {n: p.grad.copy() for n, p in network.named_parameters()}
+        value, (logits, mean) = forward_backward(network, lambda rows: _pass(network, loss, x[rows],
+                                                                           y[rows]), len(x))
+    return value, logits, mean, {n: p.grad.copy() for n, p in network.named_parameters()}
+
+
+def _pass(network, loss, x, y):
+    """The loss and a payload: the logits (a row each) and a mean over the rows."""
+    logits = network.logits(Tensor(x), loss)
+    return loss(logits, y), (logits._data, float(logits._data.mean()))
 
 
 def test_two_shares_give_the_gradients_of_one_pass():
@@ -47,8 +52,9 @@ def test_two_shares_give_the_gradients_of_one_pass():
     two = _gradients(network, x, y, 2)
     assert two[0] == pytest.approx(one[0], rel=RTOL)
     np.testing.assert_allclose(two[1], one[1], rtol=RTOL, atol=1e-6)
-    for name, g in one[2].items():
-        np.testing.assert_allclose(two[2][name], g, rtol=RTOL, atol=RTOL * np.abs(g).max(),
+    assert two[2] == pytest.approx(one[2], rel=RTOL, abs=1e-6)  # a mean, weighted by rows
+    for name, g in one[3].items():
+        np.testing.assert_allclose(two[3][name], g, rtol=RTOL, atol=RTOL * np.abs(g).max(),
                                    err_msg=name)
 
 
