@@ -12,9 +12,11 @@ trains one round of `steps` optimisation steps. Two measures:
   decide by.
 - **wall2**: wall time at 2 threads: deepsharp inside `data_parallel(2)` (two halves of every
   batch on two Python threads, BLAS at 1 thread each), numpy's BLAS otherwise at 2 threads,
-  `torch.set_num_threads(2)`. A round in which the process got markedly less CPU than wall time
-  (CPU < BUSY x wall: it was waiting for a core) is discarded and counted, not averaged in; rounds
-  go on until ROUNDS are kept or MAX_ROUNDS were run.
+  `torch.set_num_threads(2)`. A round in which the machine was busy is discarded and counted, not
+  averaged in: the process got markedly less CPU than wall time (CPU < BUSY x wall: it waited for
+  a core), or other processes used more than OTHERS cores on average meanwhile (from /proc/stat:
+  a runtime whose threads spin while they wait, as PyTorch's OpenMP does, keeps its CPU time up
+  while it is starved). Rounds go on until ROUNDS are kept or MAX_ROUNDS were run.
 
 Rounds alternate the frameworks, so all four see the same conditions. Each framework's best
 (lowest) kept round is its figure; `x torch` and `x best` are PyTorch's time over deepsharp's,
@@ -25,13 +27,15 @@ Rounds alternate the frameworks, so all four see the same conditions. Each frame
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
 import time
 from typing import Callable
 
 ROUNDS = 5          # kept rounds per measure
 MAX_ROUNDS = 12     # rounds run at most per measure (busy ones included)
-BUSY = 0.9          # a wall2 round whose CPU time is below this share of its wall time is busy
+BUSY = 0.9          # a wall2 round whose CPU time is below this share of its wall time is busy,
+OTHERS = 0.5        # and so is one in which other processes used more than this many cores
 LABELS = ("deepsharp", "numba", "torch", "torch best")
 MEASURES = {"cpu1": (1, 0), "wall2": (2, 1)}  # name: (threads, which time: 0 CPU, 1 wall)
 chosen = list(MEASURES)  # run.py's --measure narrows it
@@ -52,6 +56,18 @@ def threads(count: int):
         torch.set_num_threads(before)
 
 
+def machine_cpu() -> float:
+    """CPU seconds the whole machine has spent busy (every process, every core), from /proc/stat;
+    0 where there is none."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except OSError:
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def _rounds(trainers: dict[str, Callable[[], float]], busy_check: bool) -> dict[str, dict]:
     """Interleaved rounds after one warm-up each: per framework, the kept (cpu, wall) times and
     the count of busy rounds discarded."""
@@ -65,10 +81,11 @@ def _rounds(trainers: dict[str, Callable[[], float]], busy_check: bool) -> dict[
         for label, train in trainers.items():
             if len(kept[label]) >= ROUNDS:
                 continue
-            wall, cpu = time.perf_counter(), time.process_time()
+            wall, cpu, machine = time.perf_counter(), time.process_time(), machine_cpu()
             train()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            if busy_check and cpu < BUSY * wall:
+            others = machine_cpu() - machine - cpu  # CPU seconds other processes used meanwhile
+            if busy_check and (cpu < BUSY * wall or others > OTHERS * wall):
                 busy[label] += 1
             else:
                 kept[label].append((cpu, wall))
