@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-slow bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q
+
+# The tests marked heavy (over a minute, or gigabytes: a graph past 2 GiB), left out of `make test`.
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m heavy
 
 # Side-by-side speed with PyTorch on this CPU (installs the pinned CPU build of torch, numba and
 # threadpoolctl): CPU time at 1 thread and wall time at 2 threads, see docs/performance.md.

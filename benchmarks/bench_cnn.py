@@ -33,7 +33,7 @@ def deepsharp_epoch(threads: int = 1):
 
 
 def torch_epoch(best: bool = False):
-    torch = torch_ready()
+    torch = torch_ready(None)
     nn = torch.nn
     x, y = _data()
     model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3),

@@ -46,7 +46,7 @@ def threads(count: int):
     """numpy's BLAS and torch at `count` threads for the duration (restored after)."""
     from threadpoolctl import threadpool_limits
 
-    torch = torch_ready()
+    torch = torch_ready(None)
     before = torch.get_num_threads()
     torch.set_num_threads(count)
     try:
@@ -140,12 +140,39 @@ def print_table(rows: list[dict], header: bool = True) -> None:
               f"  {busy if row['measure'] == 'wall2' else '-'}")
 
 
-def torch_ready():
-    """torch, seeded: the same start for every run (threads are set per measure)."""
+def torch_ready(threads: int | None = 2):
+    """torch, seeded (the same start for every run), on `threads` threads (None: as set, the
+    training measures set them per measure)."""
     import torch
 
+    if threads is not None:
+        torch.set_num_threads(threads)
     torch.manual_seed(0)
     return torch
+
+
+def side_by_side(name: str, ours, theirs, steps: int, rounds: int = 7) -> list[dict]:
+    """Two runners (deepsharp's and PyTorch's) alternated `rounds` times after one warm-up round
+    each, by wall time: each one's best and median (the inference benchmark's measure)."""
+    trainers = {"deepsharp": ours(), "pytorch": theirs()}
+    for train in trainers.values():
+        train()  # warm up (allocations, BLAS threads)
+    times: dict[str, list[float]] = {label: [] for label in trainers}
+    for _ in range(rounds):
+        for label, train in trainers.items():
+            started = time.perf_counter()
+            train()
+            times[label].append(time.perf_counter() - started)
+    rows = [{"benchmark": name, "framework": label, "seconds_per_step": min(t) / steps,
+             "steps_per_second": steps / min(t),
+             "median_steps_per_second": steps / statistics.median(t)}
+            for label, t in times.items()]
+    best = rows[0]["steps_per_second"] / rows[1]["steps_per_second"]
+    median = rows[0]["median_steps_per_second"] / rows[1]["median_steps_per_second"]
+    for row in rows:
+        row["ratio_to_pytorch"] = best if row["framework"] == "deepsharp" else 1.0
+        row["median_ratio_to_pytorch"] = median if row["framework"] == "deepsharp" else 1.0
+    return rows
 
 
 def series_data(batch: int, batches: int, steps: int, features: int
@@ -162,7 +189,7 @@ def series_data(batch: int, batches: int, steps: int, features: int
 
 def torch_data(arrays) -> tuple:
     """torch (seeded) and the benchmark's arrays as tensors."""
-    torch = torch_ready()
+    torch = torch_ready(None)
     return (torch, *(torch.from_numpy(a) for a in arrays))
 
 

@@ -8,12 +8,18 @@ export it to ONNX and read it back.
 """
 
 from deepsharp import functional
-from deepsharp.callbacks import Callback, EarlyStopping, History
-from deepsharp.errors import (
-    DeepsharpError, OpError, ShapeError, SpecError, StateError, TargetError, TrainingError,
+from deepsharp.callbacks import (
+    Callback, CSVLogger, EarlyStopping, History, ModelCheckpoint, ReduceLROnPlateau,
 )
-from deepsharp.io import load, load_checkpoint, save, save_checkpoint
+from deepsharp.errors import (
+    DataError, DeepsharpError, MissingExtra, OpError, PreparationError, SaveError, ShapeError, SpecError,
+    StateError, TargetError, TrainingError,
+)
+from deepsharp.io import (
+    load, load_checkpoint, load_state_dict, save, save_checkpoint, save_state_dict,
+)
 from deepsharp.losses import BinaryCrossEntropy, CrossEntropy, Loss, MeanSquaredError
+from deepsharp.metrics import AUC, F1, MAE, R2, Accuracy, Metric, Precision, Recall, TopKAccuracy
 from deepsharp.module import Module, Parameter
 from deepsharp.network import Network
 from deepsharp.optimizers import SGD, Adam, AdamW, Optimizer, RMSprop
@@ -22,16 +28,20 @@ from deepsharp.schedules import Cosine, ExponentialDecay, LinearWarmup, Schedule
 from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, float64, no_grad
+from deepsharp.tensors.api.build import arange
 from deepsharp.tracing import TraceErrorKind, TraceException, TracedModel, Tracer
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AUC", "Accuracy", "CSVLogger", "DataError", "F1", "MAE", "Metric", "MissingExtra",
+    "ModelCheckpoint", "Precision", "R2", "Recall", "ReduceLROnPlateau", "TopKAccuracy",
     "Adam", "AdamW", "BinaryCrossEntropy", "Callback", "Cosine", "CrossEntropy", "DeepsharpError",
     "EarlyStopping", "ExponentialDecay", "History", "LinearWarmup", "Loss", "MeanSquaredError",
-    "Module", "Network", "OpError", "Optimizer", "Parameter", "RMSprop", "RandomStream", "SGD",
-    "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
+    "Module", "Network", "OpError", "Optimizer", "Parameter", "PreparationError", "RMSprop", "RandomStream", "SGD",
+    "SaveError", "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
     "TargetError", "Tensor", "TraceErrorKind", "TraceException", "TracedModel", "Tracer",
-    "TrainingError", "float64", "functional", "load", "load_checkpoint",
+    "TrainingError", "arange", "float64", "functional", "load", "load_checkpoint",
+    "load_state_dict", "save_state_dict",
     "no_grad", "save", "save_checkpoint", "__version__",
 ]

@@ -1,7 +1,10 @@
-"""Data sets bundled with the package, and the two chores every tabular run needs.
+"""Data sets bundled with the package, and the chores every tabular run needs (a split; the
+`Standardizer` lives with the other preparation steps in `deepsharp.preparation`).
 
 `load_breast_cancer()` is the Wisconsin diagnostic breast cancer data (569 tumours, 30
 measurements of cell nuclei, label 1 = malignant), as scikit-learn ships it, stored as CSV.
+`load_digits()` is the UCI handwritten digits scikit-learn ships (1,797 images of 8 x 8 pixels
+counted 0-16, label the digit), stored as CSV.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from importlib import resources
 
 import numpy as np
 
+from deepsharp.preparation import Standardizer  # noqa: F401  (kept importable from here)
 from deepsharp.random import RandomStream
 
 
@@ -22,12 +26,22 @@ class Dataset:
     features: tuple[str, ...]
 
 
-def load_breast_cancer() -> Dataset:
-    text = resources.files("deepsharp.data").joinpath("breast_cancer.csv").read_text()
+def _bundled(name: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    text = resources.files("deepsharp.data").joinpath(name).read_text()
     rows = list(csv.reader(text.splitlines()))
-    header, body = rows[0], rows[1:]
-    values = np.asarray(body, dtype=np.float64)
+    return np.asarray(rows[1:], dtype=np.float64), tuple(rows[0])
+
+
+def load_breast_cancer() -> Dataset:
+    values, header = _bundled("breast_cancer.csv")
     return Dataset(values[:, :-1].astype(np.float32), values[:, -1].astype(np.float32),
+                   tuple(header[:-1]))
+
+
+def load_digits() -> Dataset:
+    """x: the 64 pixels of each image (row by row) as float32 counts 0-16; y: the digit (int64)."""
+    values, header = _bundled("digits.csv")
+    return Dataset(values[:, :-1].astype(np.float32), values[:, -1].astype(np.int64),
                    tuple(header[:-1]))
 
 
@@ -41,20 +55,3 @@ def split(x: np.ndarray, y: np.ndarray, held_out: float, random: RandomStream,
     mask = np.zeros(len(y), bool)
     mask[held] = True
     return x[~mask], y[~mask], x[mask], y[mask]
-
-
-@dataclass(frozen=True)
-class Standardizer:
-    """x -> (x - mean) / std, with mean and std of the training rows. A graph does not hold this
-    step: rows are standardised before they are handed to the network or the runtime."""
-
-    mean: np.ndarray
-    std: np.ndarray
-
-    @classmethod
-    def fit(cls, x: np.ndarray) -> "Standardizer":
-        std = x.std(axis=0)
-        return cls(x.mean(axis=0), np.where(std > 0, std, 1.0))
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        return ((x - self.mean) / self.std).astype(np.float32)

@@ -25,8 +25,21 @@ class TargetError(DeepsharpError, ValueError):
     """The answers given to `fit` do not suit the loss."""
 
 
+class PreparationError(DeepsharpError, ValueError):
+    """A preparation step cannot be made, fitted or applied as asked ("Standardizer: expects a
+    block of shape (rows, 30), received shape (5, 29)")."""
+
+
 class TrainingError(DeepsharpError, RuntimeError):
     """Training cannot go on (a non-finite loss names its epoch and batch)."""
+
+
+class DataError(DeepsharpError, ValueError):
+    """The inputs given to `fit` or `predict` are unusable (NaN where numbers must be finite)."""
+
+
+class MissingExtra(DeepsharpError, ImportError):
+    """A feature needs an optional extra that is not installed (`pip install "deepsharp[plot]"`)."""
 
 
 class StateError(DeepsharpError, KeyError):
@@ -34,6 +47,11 @@ class StateError(DeepsharpError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; we want it plain
         return str(self.args[0]) if self.args else ""
+
+
+class SaveError(DeepsharpError, OSError):
+    """A file could not be written; the message names the target (never a temporary file), and
+    the old file, if any, is whole."""
 
 
 class OpError(DeepsharpError, RuntimeError):

@@ -7,9 +7,34 @@ from typing import Sequence
 
 import numpy as np
 
-from deepsharp.errors import SpecError
+from deepsharp.errors import OpError, SpecError
 from deepsharp.run import current_run
 from deepsharp.tensors import Tensor, apply
+from deepsharp.tensors import keywords as kw
+# the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
+from deepsharp.tensors.api.build import (  # noqa: F401
+    arange, full, full_like, ones, ones_like, zeros, zeros_like,
+)
+from deepsharp.tensors.api.einsum import einsum  # noqa: F401
+from deepsharp.tensors.api.elementwise import clamp  # noqa: F401
+from deepsharp.tensors.api.join import (  # noqa: F401
+    cat, chunk, concat, concatenate, repeat_interleave, split, stack, tile, unbind,
+)
+from deepsharp.tensors.api.reduce import (  # noqa: F401
+    all, amax, amin, any, argmax, argmin, cumprod, cumsum, logsumexp, max, mean, min, prod,
+    std, sum, var,
+)
+from deepsharp.tensors.api.select import (  # noqa: F401
+    argsort, gather, index_select, masked_fill, one_hot, sort, take_along_axis, topk, tril,
+    triu, where,
+)
+from deepsharp.tensors.api.shape import (  # noqa: F401
+    flatten, movedim, narrow, permute, squeeze, transpose, unflatten, unsqueeze,
+)
+
+clip = clamp
+take_along_dim = take_along_axis
+moveaxis = movedim
 
 
 def relu(x: Tensor) -> Tensor:
@@ -47,35 +72,46 @@ def softplus(x: Tensor) -> Tensor:
     return apply("softplus", x)
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return apply("softmax", x, axis=int(axis) % x.ndim)
+def softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim` (the last axis when not given: PyTorch's implicit
+    choice, deprecated there, is not followed)."""
+    return apply("softmax", x, axis=kw.one_dim("softmax", dim, axis, x.ndim, default=-1))
 
 
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return apply("log_softmax", x, axis=int(axis) % x.ndim)
+def log_softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    return apply("log_softmax", x, axis=kw.one_dim("log_softmax", dim, axis, x.ndim, default=-1))
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x @ weight (+ bias), weight kept (in, out)."""
-    y = apply("matmul", x, weight)
-    return y if bias is None else apply("add", y, bias)
+    """x @ weight.T (+ bias), weight (out, in) as PyTorch's F.linear (a `dense` layer keeps its
+    kernel (in, out): pass `layer.weight.T`)."""
+    if weight.ndim != 2 or x.shape[-1:] != weight.shape[1:]:
+        raise OpError(f"linear: the weight {weight.shape} must be (out, in) with in = the input's "
+                      f"last axis {x.shape[-1:]} (PyTorch's layout)")
+    return apply("linear", x, weight, *(() if bias is None else (bias,)))
 
 
-def concat(tensors: Sequence[Tensor], axis: int = -1) -> Tensor:
-    rank = np.ndim(tensors[0]._data if isinstance(tensors[0], Tensor) else tensors[0])
-    return apply("concat", *tensors, axis=int(axis) % rank)
+def _primitive(name: str, doc: str):
+    def function(*tensors):
+        return apply(name, *tensors)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
 
 
-def where(condition, a, b) -> Tensor:
-    return apply("where", condition, a, b)
-
-
-def maximum(a, b) -> Tensor:
-    return apply("maximum", a, b)
-
-
-def minimum(a, b) -> Tensor:
-    return apply("minimum", a, b)
+# one primitive each, PyTorch's torch.<name> (numpy broadcasting between two operands)
+maximum = _primitive("maximum", "The elementwise maximum (float, int64 or bool); a tie halves "
+                                "the gradient.")
+minimum = _primitive("minimum", "The elementwise minimum.")
+pow = _primitive("pow", "a ** b, b a number or a tensor.")
+logical_and = _primitive("logical_and", "a and b, non-zero read as True.")
+logical_or = _primitive("logical_or", "a or b, non-zero read as True.")
+logical_xor = _primitive("logical_xor", "a xor b, non-zero read as True.")
+logical_not = _primitive("logical_not", "not a, non-zero read as True.")
+abs, sign, exp, log, log1p, sqrt, rsqrt, sin, cos = (
+    _primitive(n, f"{n}(x), elementwise.") for n in
+    ("abs", "sign", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos"))
 
 
 def dropout(x: Tensor, rate: float, training: bool, purpose: str = "dropout") -> Tensor:

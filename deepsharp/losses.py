@@ -42,9 +42,23 @@ class Loss:
         """`target` checked against the network's output (batch x output) and made ready."""
         return np.asarray(target)
 
-    def metrics(self, answers: np.ndarray, target: np.ndarray) -> dict[str, float]:
-        """Metrics of answers (`output(z)`) against prepared targets."""
-        return {}
+    def default_metrics(self) -> list[Any]:
+        """The metrics `fit` reports when it is given none."""
+        return []
+
+    def per_example(self, logits: Tensor, target: Any) -> Tensor:
+        """The loss of every answer, its last axis reduced as Keras reduces it (the mean over the
+        last axis, or the classes of a cross-entropy): logits' shape without its last axis."""
+        raise TypeError(f"{type(self).__name__} does not define per_example")
+
+    def weighted(self, logits: Tensor, target: Any, weights: np.ndarray) -> Tensor:
+        """mean(weights * per_example(logits, target)): Keras' "sum over batch size" reduction,
+        the weighted losses summed and divided by their count (not by the weights' sum).
+        `weights` is (batch,) or the per-example losses' shape."""
+        per = self.per_example(logits, target)
+        w = np.asarray(weights, dtype=logits.dtype)
+        w = w.reshape(w.shape + (1,) * (per.ndim - w.ndim))
+        return apply("mean", apply("mul", per, w), axes=tuple(range(per.ndim)), keepdims=0)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -54,6 +68,16 @@ class Loss:
 
     def __hash__(self) -> int:
         return hash(type(self).__name__)
+
+
+def _last_axis_mean(per_element: Tensor) -> Tensor:
+    if per_element.ndim < 2:  # one number per example: nothing to reduce
+        return per_element
+    return apply("mean", per_element, axes=(per_element.ndim - 1,), keepdims=0)
+
+
+def _target_tensor(target: Any, like: Tensor) -> Tensor:
+    return target if isinstance(target, Tensor) else Tensor(np.asarray(target, dtype=like.dtype))
 
 
 def _float_target(loss: Loss, target: Any, output_shape: tuple[int, ...]) -> np.ndarray:
@@ -80,8 +104,14 @@ class MeanSquaredError(Loss):
     def prepare(self, target: Any, output_shape: tuple[int, ...]) -> np.ndarray:
         return _float_target(self, target, output_shape)
 
-    def metrics(self, answers: np.ndarray, target: np.ndarray) -> dict[str, float]:
-        return {"mae": float(np.mean(np.abs(answers - target)))}
+    def default_metrics(self) -> list[Any]:
+        from deepsharp.metrics import MAE
+
+        return [MAE()]
+
+    def per_example(self, logits: Tensor, target: Any) -> Tensor:
+        diff = apply("sub", logits, _target_tensor(target, logits))
+        return _last_axis_mean(apply("mul", diff, diff))
 
 
 class BinaryCrossEntropy(Loss):
@@ -101,8 +131,17 @@ class BinaryCrossEntropy(Loss):
             raise TargetError(f"{self.name}: answers must lie in [0, 1], received {bad:g}")
         return y
 
-    def metrics(self, answers: np.ndarray, target: np.ndarray) -> dict[str, float]:
-        return {"accuracy": float(np.mean((answers > 0.5) == (target > 0.5)))}
+    def default_metrics(self) -> list[Any]:
+        from deepsharp.metrics import Accuracy
+
+        return [Accuracy()]
+
+    def per_example(self, logits: Tensor, target: Any) -> Tensor:
+        # max(z, 0) - z y + log(1 + e^-|z|), the stable form of the fused primitive
+        y = _target_tensor(target, logits)
+        soft = apply("log", apply("add", apply("exp", apply("neg", apply("abs", logits))), 1.0))
+        per = apply("add", apply("sub", apply("relu", logits), apply("mul", logits, y)), soft)
+        return _last_axis_mean(per)
 
 
 class CrossEntropy(Loss):
@@ -143,6 +182,16 @@ class CrossEntropy(Loss):
                               f"row, received a row summing to {sums.flat[np.abs(sums - 1).argmax()]:g}")
         return y
 
-    def metrics(self, answers: np.ndarray, target: np.ndarray) -> dict[str, float]:
-        ids = target if target.dtype.kind in "iu" else target.argmax(axis=-1)
-        return {"accuracy": float(np.mean(answers.argmax(axis=-1) == ids))}
+    def default_metrics(self) -> list[Any]:
+        from deepsharp.metrics import Accuracy
+
+        return [Accuracy()]
+
+    def per_example(self, logits: Tensor, target: Any) -> Tensor:
+        y = target._data if isinstance(target, Tensor) else np.asarray(target)
+        if y.dtype.kind in "iu":  # ids: the one-hot rows pick each answer's log-probability
+            y = np.eye(logits.shape[-1], dtype=logits.dtype)[y]
+        log_p = apply("log_softmax", logits, axis=logits.ndim - 1)
+        picked = apply("sum", apply("mul", log_p, Tensor(y.astype(logits.dtype))),
+                       axes=(logits.ndim - 1,), keepdims=0)
+        return apply("neg", picked)

@@ -22,9 +22,22 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from deepsharp.errors import StateError
+from deepsharp.errors import SpecError, StateError
 from deepsharp.tensors import Tensor, no_grad
 from deepsharp.tensors.tensor import _as_array
+
+
+def as_numpy(result: Any) -> Any:
+    """A tensor as its array, a tuple, list or dict of them as the same of arrays (nested as they
+    are); anything else as it is."""
+    if isinstance(result, Tensor):
+        return result._data
+    if isinstance(result, dict):
+        return {k: as_numpy(v) for k, v in result.items()}
+    if isinstance(result, (tuple, list)):
+        items = [as_numpy(v) for v in result]
+        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
+    return result
 
 
 class Parameter(Tensor):
@@ -143,8 +156,9 @@ class Module:
             arrays[path] = array
         if faults:
             raise StateError(f"{type(self).__name__}.load_state_dict: " + "; ".join(faults))
-        for path, array in arrays.items():
-            slots[path].copy_(array)
+        with no_grad():  # parameters are leaves that require gradients: written as optimizers do
+            for path, array in arrays.items():
+                slots[path].copy_(array)
 
     # -- modes and calls ------------------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":
@@ -158,22 +172,30 @@ class Module:
     def forward(self, *inputs: Tensor) -> Tensor:
         raise TypeError(f"{type(self).__name__} does not define forward()")
 
-    def __call__(self, *inputs: Any) -> Any:
-        """On tensors: `forward`. On numpy batches: an evaluation pass returning numpy."""
-        if any(isinstance(i, Tensor) for i in inputs):
-            return self.forward(*inputs)
-        return self.evaluate(*inputs)
+    def __call__(self, *inputs: Any, **named: Any) -> Any:
+        """On tensors: `forward`. On numpy batches: an evaluation pass returning numpy, in
+        forward's structure (see `evaluate`)."""
+        if any(isinstance(i, Tensor) for i in (*inputs, *named.values())):
+            return self.forward(*inputs, **named)
+        return self.evaluate(*inputs, **named)
 
-    def evaluate(self, *batches: Any) -> np.ndarray:
-        """The evaluation pass (no dropout, running statistics) on numpy batches."""
+    def evaluate(self, *batches: Any, **named: Any) -> Any:
+        """The evaluation pass (no dropout, running statistics) on numpy batches, one per input
+        of `forward` (by position or by name). What forward returns comes back as numpy in the
+        same structure: an array for a tensor, a tuple (list) or dict of arrays for a tuple
+        (list) or dict of tensors, nested as forward nests them.
+
+        >>> scores, total = model.evaluate(a, b)        # forward(a, b) -> (scores, total)
+        """
         was_training = self.training
         self.eval()
         try:
             with no_grad():
-                out = self.forward(*(Tensor(b) for b in batches))
+                out = self.forward(*(Tensor(b) for b in batches),
+                                   **{k: Tensor(v) for k, v in named.items()})
         finally:
             self.train(was_training)
-        return out._data
+        return as_numpy(out)
 
     # -- tracing (see deepsharp.tracing) ---------------------------------------------------------
     def trace(self, example_inputs: Any, axis_names: Any = None, *,
@@ -200,16 +222,35 @@ class Module:
         module written as code returns its forward."""
         return self.forward(x)
 
-    def predict(self, x: Any, loss: Any, batch_size: int | None = None) -> np.ndarray:
-        """The evaluation pass, then the loss's output activation: what an exported graph answers."""
+    def predict(self, x: Any, loss: Any = None, batch_size: int | None = None) -> Any:
+        """The evaluation pass, then the loss's output activation: what an exported graph answers.
+        `loss` may be one per output (a dict or a sequence); several outputs come back in
+        forward's structure (see `deepsharp.training.predict`)."""
         from deepsharp.training import predict
 
+        if loss is None:
+            raise SpecError("predict: needs the loss the module was trained with (its output "
+                            "activation makes the answers): predict(x, loss)")
         return predict(self, x, loss, batch_size=batch_size)
 
-    def fit(self, x: Any, y: Any, **options: Any):
-        """Train on (x, y); see `deepsharp.training.fit` for the options."""
+    def fit(self, x: Any = None, y: Any = None, **options: Any):
+        """Train on (x, y); see `deepsharp.training.fit` for the options (an option fit does not
+        know is refused by name)."""
+        import inspect
+
         from deepsharp.training import fit
 
+        parameters = inspect.signature(fit).parameters
+        known = [n for n in parameters if n not in ("module", "x", "y")]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise SpecError(f"fit: no option {', '.join(map(repr, unknown))}; the options are "
+                            f"{', '.join(known)}")
+        missing = [n for n in known if parameters[n].default is inspect.Parameter.empty
+                   and n not in options]
+        if missing:
+            raise SpecError(f"fit: needs {', '.join(missing)} (fit(x, y, loss=..., "
+                            f"optimizer=...))")
         return fit(self, x, y, **options)
 
     def save_weights(self, path: Any) -> None:

@@ -31,6 +31,7 @@ class Network(Module):
         object.__setattr__(self, "input_shape", input_shape)
         object.__setattr__(self, "features", tuple(features) if features else None)
         object.__setattr__(self, "input_checks", ())
+        object.__setattr__(self, "preparation", None)  # what raw rows go through first
         for step in steps:
             self.add_module(step.place.rsplit(".", 1)[-1], step)
 
@@ -43,6 +44,15 @@ class Network(Module):
         steps = self.steps
         return steps[-1].output_shape if steps else self.input_shape
 
+    @property
+    def data_format(self) -> str:
+        """`channels_first` when the network takes its series and images channels-first (it
+        starts with `from_channels_first()`, as a network read from such a graph does), else
+        `channels_last`."""
+        from deepsharp.layers.data_format import data_format
+
+        return data_format(self.spec)
+
     def with_low_rank(self, rank: int, on: Sequence[str], **options: Any) -> "Network":
         """A new network whose dense layers at places `on` are frozen with a trained low-rank
         pair beside each (LoRA); see `deepsharp.layers.low_rank.with_low_rank`."""
@@ -52,6 +62,13 @@ class Network(Module):
 
     def with_features(self, features: Sequence[str] | None) -> "Network":
         object.__setattr__(self, "features", tuple(features) if features else None)
+        return self
+
+    def with_preparation(self, preparation: Any) -> "Network":
+        """Carry the fitted preparation (`deepsharp.preparation`) the network was trained behind:
+        a graph read back gives it here, and exporting writes it in front again. The network
+        itself still takes prepared rows."""
+        object.__setattr__(self, "preparation", preparation)
         return self
 
     def with_input_check(self, check: Callable[[np.ndarray], None]) -> "Network":
@@ -65,16 +82,22 @@ class Network(Module):
         """The batch must have the example's rank and channels; a series' length (and an image's
         places) may differ from the example's. A network read from a graph first holds the batch
         to the graph's input annotation (`with_input_check`)."""
+        self.check_batch(x._data)
+
+    def check_batch(self, batch: Any) -> None:
+        """`check_input` for anything with a shape (a memmap is held to it without being read)."""
         for check in self.input_checks:
-            check(x._data)
+            check(batch)
         expected = self.input_shape
-        received = x.shape[1:]
+        received = tuple(batch.shape[1:])
         steps = self.steps
         ids = bool(steps) and steps[0].spec.input_dtype == "int64"  # ids: the last axis is steps
+        channel = 0 if self.data_format == "channels_first" else -1
         if len(received) != expected.rank or (expected.rank and not ids
-                                              and received[-1] != expected[-1]):
+                                              and received[channel] != expected[channel]):
             raise ShapeError(f"network input: expected a batch of examples of shape {expected} "
-                             f"(batch x {expected}), received an array of shape {x.shape}")
+                             f"(batch x {expected}), received an array of shape "
+                             f"{tuple(batch.shape)}")
 
     def call(self, flow: Flow, steps: Sequence[Step] | None = None) -> Flow:
         from deepsharp.layers.fused import run_steps  # conv -> relu -> pool as one primitive
@@ -113,6 +136,10 @@ class Network(Module):
         trainable = sum(p.size for _, p in self.trainable_parameters())
         lines.append("-" * len(lines[0]))
         lines.append(f"parameters: {self.parameter_count():,} ({trainable:,} trainable)")
+        if self.data_format != "channels_last":
+            sizes = ", ".join(str(d) for d in self.input_shape)
+            lines.append(f"data format: {self.data_format}: takes (batch, {sizes}) and turns it "
+                         f"channels-last for its layers")
         return "\n".join(lines)
 
     def save(self, path: Any) -> None:

@@ -18,14 +18,16 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from deepsharp.arguments import flag, instance, number
 from deepsharp.compiled import kernel
-from deepsharp.errors import SpecError, StateError
+from deepsharp.errors import SpecError, StateError, TrainingError
 from deepsharp.module import Parameter
 from deepsharp.schedules import Schedule
 
 
 def _check(owner: str, name: str, value: float, low: float = 0.0, inclusive: bool = True,
            high: float | None = None) -> None:
+    value = number(owner, name, value)
     ok = value >= low if inclusive else value > low
     if high is not None:
         ok = ok and value < high
@@ -36,15 +38,19 @@ def _check(owner: str, name: str, value: float, low: float = 0.0, inclusive: boo
 
 
 class Optimizer:
-    """Base: bind to named parameters, then `step()` after each backward pass."""
+    """Base: bind to named parameters (`parameters=` when made, `bind(...)` later, or `fit` does
+    it), then `step()` after each backward pass. An optimizer with nothing to train refuses to be
+    made or stepped."""
 
     def __init__(self, lr: float, weight_decay: float = 0.0, clip_norm: float | None = None,
-                 schedule: Schedule | None = None) -> None:
+                 schedule: Schedule | None = None, parameters: Any = None) -> None:
         owner = type(self).__name__
         _check(owner, "lr", lr)
         _check(owner, "weight_decay", weight_decay)
         if clip_norm is not None:
             _check(owner, "clip_norm", clip_norm, inclusive=False)
+            clip_norm = float(clip_norm)
+        instance(owner, "schedule", schedule, Schedule)
         self.base_lr = float(lr)
         self.lr = float(lr)
         self.weight_decay = float(weight_decay)
@@ -52,9 +58,31 @@ class Optimizer:
         self.schedule = schedule
         self.params: list[tuple[str, Parameter]] = []
         self.state: dict[str, dict[str, np.ndarray]] = {}
+        self.bound = False
+        if parameters is not None:
+            self.bind(parameters)
 
-    def bind(self, named_parameters: Iterable[tuple[str, Parameter]]) -> "Optimizer":
-        self.params = [(n, p) for n, p in named_parameters if p.requires_grad]
+    def bind(self, named_parameters: Iterable[Any]) -> "Optimizer":
+        """Train these parameters: (path, Parameter) pairs (`module.trainable_parameters()`) or
+        bare Parameters (`module.parameters()`, named by position); frozen ones are left out."""
+        owner = type(self).__name__
+        if isinstance(named_parameters, (str, bytes)) or not hasattr(named_parameters, "__iter__"):
+            raise SpecError(f"{owner}: parameters must be module.trainable_parameters() or "
+                            f"module.parameters(), received {named_parameters!r}")
+        pairs = []
+        for index, item in enumerate(named_parameters):
+            if isinstance(item, Parameter):
+                item = (f"param{index}", item)
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Parameter)):
+                raise SpecError(f"{owner}: parameters[{index}] is {item!r}, not a Parameter or a "
+                                f"(path, Parameter) pair")
+            pairs.append(item)
+        self.params = [(n, p) for n, p in pairs if p.requires_grad]
+        if not self.params:
+            raise SpecError(f"{owner}: no parameters to train (received {len(pairs)}, all frozen "
+                            f"or none): give module.trainable_parameters() of a module with "
+                            f"something to train")
+        self.bound = True
         return self
 
     def zero_grad(self) -> None:
@@ -80,6 +108,11 @@ class Optimizer:
         return total
 
     def step(self) -> None:
+        if not self.bound:
+            raise TrainingError(f"{type(self).__name__}.step: no parameters are bound, so there "
+                                f"is nothing to update: make it with parameters="
+                                f"module.trainable_parameters(), or call "
+                                f"bind(module.trainable_parameters()) first (fit does)")
         if self.clip_norm is not None:
             self.clip()
         for name, p in self.params:
@@ -121,10 +154,12 @@ class Optimizer:
 class SGD(Optimizer):
     def __init__(self, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  nesterov: bool = False, weight_decay: float = 0.0,
-                 clip_norm: float | None = None, schedule: Schedule | None = None) -> None:
-        super().__init__(lr, weight_decay, clip_norm, schedule)
+                 clip_norm: float | None = None, schedule: Schedule | None = None,
+                 parameters: Any = None) -> None:
+        super().__init__(lr, weight_decay, clip_norm, schedule, parameters)
         _check("SGD", "momentum", momentum)
         _check("SGD", "dampening", dampening)
+        nesterov = flag("SGD", "nesterov", nesterov)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise SpecError(f"SGD: nesterov needs a positive momentum and zero dampening, "
                             f"received momentum={momentum}, dampening={dampening}")
@@ -152,9 +187,11 @@ class Adam(Optimizer):
 
     def __init__(self, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, clip_norm: float | None = None,
-                 schedule: Schedule | None = None) -> None:
-        super().__init__(lr, weight_decay, clip_norm, schedule)
+                 schedule: Schedule | None = None, parameters: Any = None) -> None:
+        super().__init__(lr, weight_decay, clip_norm, schedule, parameters)
         owner = type(self).__name__
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise SpecError(f"{owner}: betas must be a pair of numbers, received {betas!r}")
         _check(owner, "betas[0]", betas[0], high=1.0)
         _check(owner, "betas[1]", betas[1], high=1.0)
         _check(owner, "eps", eps)
@@ -163,6 +200,8 @@ class Adam(Optimizer):
     def step(self) -> None:
         """Every parameter's update in one pass over flat buffers (`_flat_step`) when they share
         one float type and one step count, else parameter by parameter: the same numbers."""
+        if not self.bound:
+            return super().step()  # which refuses, naming what to bind
         if self.clip_norm is not None:
             self.clip()
         live = [(name, p) for name, p in self.params if p.grad is not None]
@@ -234,18 +273,20 @@ class AdamW(Adam):
 
     def __init__(self, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, clip_norm: float | None = None,
-                 schedule: Schedule | None = None) -> None:
-        super().__init__(lr, betas, eps, weight_decay, clip_norm, schedule)
+                 schedule: Schedule | None = None, parameters: Any = None) -> None:
+        super().__init__(lr, betas, eps, weight_decay, clip_norm, schedule, parameters)
 
 
 class RMSprop(Optimizer):
     def __init__(self, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
-                 clip_norm: float | None = None, schedule: Schedule | None = None) -> None:
-        super().__init__(lr, weight_decay, clip_norm, schedule)
+                 clip_norm: float | None = None, schedule: Schedule | None = None,
+                 parameters: Any = None) -> None:
+        super().__init__(lr, weight_decay, clip_norm, schedule, parameters)
         _check("RMSprop", "alpha", alpha)
         _check("RMSprop", "eps", eps)
         _check("RMSprop", "momentum", momentum)
+        centered = flag("RMSprop", "centered", centered)
         self.alpha, self.eps, self.momentum, self.centered = float(alpha), float(eps), float(momentum), centered
 
     def update(self, p, g, state):

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from deepsharp.arguments import instance, integer, number
 from deepsharp.errors import SpecError
 
 Unit = Literal["epoch", "step"]
@@ -31,7 +32,7 @@ class Schedule:
         raise TypeError(f"{type(self).__name__} does not define rate()")
 
     def _check_unit(self) -> None:
-        if self.unit not in ("epoch", "step"):
+        if not isinstance(self.unit, str) or self.unit not in ("epoch", "step"):
             raise SpecError(f"{type(self).__name__}: unit must be 'epoch' or 'step', received "
                             f"{self.unit!r}")
 
@@ -44,8 +45,8 @@ class StepDecay(Schedule):
 
     def __post_init__(self) -> None:
         self._check_unit()
-        if self.every < 1:
-            raise SpecError(f"StepDecay: every must be a positive integer, received {self.every}")
+        object.__setattr__(self, "every", integer("StepDecay", "every", self.every, low=1))
+        number("StepDecay", "gamma", self.gamma)
 
     def rate(self, base: float, t: int) -> float:
         return base * self.gamma ** (t // self.every)
@@ -58,7 +59,7 @@ class ExponentialDecay(Schedule):
 
     def __post_init__(self) -> None:
         self._check_unit()
-        if not self.gamma > 0:
+        if not number("ExponentialDecay", "gamma", self.gamma) > 0:
             raise SpecError(f"ExponentialDecay: gamma must be positive, received {self.gamma}")
 
     def rate(self, base: float, t: int) -> float:
@@ -73,8 +74,8 @@ class Cosine(Schedule):
 
     def __post_init__(self) -> None:
         self._check_unit()
-        if self.period < 1:
-            raise SpecError(f"Cosine: period must be a positive integer, received {self.period}")
+        object.__setattr__(self, "period", integer("Cosine", "period", self.period, low=1))
+        number("Cosine", "minimum", self.minimum)
 
     def rate(self, base: float, t: int) -> float:
         # PyTorch's CosineAnnealingLR: past the period the cosine rises again (no clamp)
@@ -90,9 +91,9 @@ class LinearWarmup(Schedule):
 
     def __post_init__(self) -> None:
         self._check_unit()
-        if self.length < 1:
-            raise SpecError(f"LinearWarmup: length must be a positive integer, received {self.length}")
-        if not 0 <= self.start <= 1:
+        object.__setattr__(self, "length", integer("LinearWarmup", "length", self.length, low=1))
+        instance("LinearWarmup", "then", self.then, Schedule)
+        if not 0 <= number("LinearWarmup", "start", self.start) <= 1:
             raise SpecError(f"LinearWarmup: start must lie in [0, 1], received {self.start}")
         if self.then is not None and self.then.unit != self.unit:
             raise SpecError(f"LinearWarmup: then counts {self.then.unit}s but the warm-up counts "

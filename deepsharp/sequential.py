@@ -86,6 +86,10 @@ class Sequential(BaseModel):
         current = shape
         for index, spec in enumerate(self.layers):
             at = Lowering(f"{place}{index}", random)
+            if index > 0 and spec.input_dtype != "float32":  # no layer gives ids: only the input holds them
+                raise ShapeError(f"{spec.describe()} at place {at.place} reads {spec.input_dtype} "
+                                 f"ids, so it must come first; here it follows "
+                                 f"{self.layers[index - 1].describe()}, which gives float32 values")
             try:
                 step = spec.build(current, at)
             except ShapeError as error:

@@ -10,7 +10,8 @@ The package has one sub-package per direction, and the shared pieces below them:
 
     write/   OnnxExport; one writer per step type (writers/); the primitive -> node table
              (nodes, spatial_nodes, sequence_nodes) that layer writers and the tracer share
-    read/    OnnxFile; one reader per op type or pattern (readers/)
+    read/    OnnxFile; a normalising pass (normalise/), then one reader per op type or pattern
+             (readers/)
     check/   the run-time shape-annotation checker and its engines
     trace/   a traced graph lowered through write/'s node table
     graph.py (the tape), opsets.py, values.py, tables.py, compositions.py, errors.py, and
@@ -22,7 +23,8 @@ Readers never call writers: both call `layout/` and the tape.
 from deepsharp_export_onnx.check.annotations import check_annotations, check_inputs, run_annotation_check
 from deepsharp_export_onnx.errors import AnnotationViolation, ExportRefused, ImportRefused, OnnxError
 from deepsharp_export_onnx.write.export import OnnxExport
+from deepsharp_export_onnx.write.report import ExportReport
 from deepsharp_export_onnx.read.file import OnnxFile
 
-__all__ = ["AnnotationViolation", "ExportRefused", "ImportRefused", "OnnxError", "OnnxExport",
-           "OnnxFile", "check_annotations", "check_inputs", "run_annotation_check"]
+__all__ = ["AnnotationViolation", "ExportRefused", "ExportReport", "ImportRefused", "OnnxError",
+           "OnnxExport", "OnnxFile", "check_annotations", "check_inputs", "run_annotation_check"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -21,7 +20,7 @@ from deepsharp_export_onnx.check.annotations import (
     run_annotation_check,
     scope_annotations,
 )
-from deepsharp_export_onnx.errors import AnnotationViolation
+from deepsharp_export_onnx.errors import AnnotationViolation, ModelRunError
 
 DEFAULT_SIZE = 2  # size of a symbolic or anonymous input axis that --dim does not set
 INTEGER_HIGH = 2  # made integer inputs are drawn from [0, INTEGER_HIGH): valid indices into any axis of size >= 2
@@ -63,9 +62,16 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("model", help="path to the .onnx file")
     parser.add_argument("--dim", action="append", default=[], metavar="SYMBOL=SIZE", help=f"size of an input symbol (default {DEFAULT_SIZE}); repeatable")
     parser.add_argument("--inputs", metavar="FEEDS.npz", help="read the inputs from an .npz (one array per graph input) instead of making them")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the made inputs (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of the made inputs (default 0)")
     parser.add_argument("--engine", choices=ENGINES, default="auto", help="default auto: ONNX Runtime, reference evaluator for annotated bodies")
     return parser
+
+
+def _seed(text: str) -> int:
+    """A seed numpy's generator takes: a non-negative integer (argparse reports the rest, exit 2)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, received {text!r}")
+    return int(text)
 
 
 def _run_check(model: onnx.ModelProto, feeds: dict, engine: str) -> int:
@@ -75,12 +81,14 @@ def _run_check(model: onnx.ModelProto, feeds: dict, engine: str) -> int:
         print(f"engine: {violation.engine}")
         print(f"violation: {violation}")
         return 1
+    except ModelRunError as error:  # the model did not run: Runtime's error, naming the node
+        print(f"error: {error}")
+        if error.node:
+            print(f"node: {error.node}")
+        return 1
     except ValueError as error:  # feeds that do not match the graph, an engine that cannot apply
         print(f"deepsharp check: {error}", file=sys.stderr)
         return 2
-    except RuntimeError as error:  # the model did not run
-        print(f"error: {error}")
-        return 1
     nodes = f"; bodies of {', '.join(report.reference_nodes)} on the reference evaluator" if report.reference_nodes else ""
     print(f"engine: {report.engine} ({report.checks} annotation checks{nodes})")
     if report.fallback:
@@ -208,13 +216,21 @@ def inspect_main(argv: list[str]) -> int:
 
 
 def _read_model_header(path: str) -> onnx.ModelProto:
-    """The model without its external tensor data: inspect needs only the sizes."""
-    if not Path(path).is_file():
-        raise UsageError(f"cannot read the model {path!r}: no such file")
+    """The model without its external tensor data: inspect needs only the sizes. A regular file
+    only (a FIFO is refused without blocking), not empty, its names UTF-8 text."""
+    from deepsharp.files import read_regular
+    from deepsharp_export_onnx.errors import ImportRefused
+    from deepsharp_export_onnx.read.source import parse
+
     try:
-        return onnx.load(path, load_external_data=False)
-    except Exception as error:
-        raise UsageError(f"cannot read the model {path!r}: {error}") from error
+        model = parse(read_regular(path, lambda reason: ImportRefused([reason])), path)
+    except FileNotFoundError:
+        raise UsageError(f"cannot read the model {path!r}: no such file") from None
+    except ImportRefused as refusal:
+        raise UsageError(f"cannot read the model {path!r}: {'; '.join(refusal.faults)}") from None
+    if not model.graph.node and not model.graph.output:
+        raise UsageError(f"cannot read the model {path!r}: it holds no graph")
+    return model
 
 
 def describe(model: onnx.ModelProto, path: str) -> list[str]:
@@ -231,7 +247,11 @@ def describe(model: onnx.ModelProto, path: str) -> list[str]:
     where = f", {in_bodies} of them in subgraph bodies" if in_bodies else ""
     lines.append(f"nodes ({sum(counts.values())}{where}): {by_type or 'none'}")
     tensors = list(graph.initializer) + list(graph.sparse_initializer)
-    lines.append(f"initializers: {len(tensors)}, {sum(_tensor_bytes(t) for t in tensors):,} bytes")
+    sizes = [_tensor_bytes(t) for t in tensors]
+    unknown = sum(size is None for size in sizes)
+    total = f"{sum(size for size in sizes if size is not None):,} bytes"
+    total += f" (and {unknown} of a size the file does not state)" if unknown else ""
+    lines.append(f"initializers: {len(tensors)}, {total}")
     return lines + _inference_lines(model)
 
 
@@ -258,19 +278,26 @@ def _node_counts(graph: onnx.GraphProto) -> tuple[Counter, int]:
     return counts, in_bodies
 
 
-def _tensor_bytes(tensor: onnx.TensorProto | onnx.SparseTensorProto) -> int:
-    """Stored size: raw bytes, external length, or elements times item size."""
+def _tensor_bytes(tensor: onnx.TensorProto | onnx.SparseTensorProto) -> int | None:
+    """Stored size: raw bytes, external length, or elements times item size; None when the file
+    does not say (a length that is not a number, an element type ONNX does not define)."""
+    from deepsharp_export_onnx.read.source import declared_bytes
+
     if isinstance(tensor, onnx.SparseTensorProto):
-        return _tensor_bytes(tensor.values) + _tensor_bytes(tensor.indices)
+        parts = [_tensor_bytes(tensor.values), _tensor_bytes(tensor.indices)]
+        return None if None in parts else sum(parts)
     external = {e.key: e.value for e in tensor.external_data}
     if "length" in external:
-        return int(external["length"])
+        length = external["length"]
+        return int(length) if isinstance(length, str) and length.isdigit() and length.isascii() else None
     if tensor.raw_data:
         return len(tensor.raw_data)
     if tensor.data_type == onnx.TensorProto.STRING:
         return sum(len(s) for s in tensor.string_data)
-    itemsize = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
-    return int(np.prod(tensor.dims, dtype=np.int64)) * itemsize
+    try:
+        return declared_bytes(tensor)
+    except ValueError:  # a negative size
+        return None
 
 
 def _inference_lines(model: onnx.ModelProto) -> list[str]:

@@ -36,6 +36,21 @@ class ImportRefused(_Faults):
     headline = "import refused"
 
 
+class ModelUnreadable(_Faults):
+    """The file or bytes given to the checker or a command are not an ONNX model it may run."""
+
+    headline = "cannot read the model"
+
+
+class ModelRunError(OnnxError, RuntimeError):
+    """The model could not be run: ONNX Runtime's error (and the reference evaluator's, when it
+    was tried too), naming the node where one is known (`node`, e.g. "Reshape 'r1'")."""
+
+    def __init__(self, message: str, node: str = "") -> None:
+        self.node = node
+        super().__init__(message)
+
+
 class BoundBy(NamedTuple):
     """Where a symbolic dimension got its value: `value` (a `where`), axis `axis`, size `size`."""
 

@@ -25,7 +25,7 @@ Dims = tuple[int | str | None, ...]
 
 ELEM_TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
               np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.float64): TensorProto.DOUBLE,
-              np.dtype(np.int32): TensorProto.INT32}
+              np.dtype(np.int32): TensorProto.INT32, np.dtype(np.float16): TensorProto.FLOAT16}
 
 
 @dataclass
@@ -36,6 +36,7 @@ class Node:
     attrs: dict[str, Any]
     name: str
     owner: str = ""  # the step (place and kind) that wrote it, for messages
+    domain: str = ""  # "" is ONNX's own; "ai.onnx.ml" for LabelEncoder (see opsets.DOMAINS)
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Tape:
     initializers: dict[str, np.ndarray] = field(default_factory=dict)
     annotations: dict[str, tuple[int, Dims]] = field(default_factory=dict)
     owner: str = ""
+    weights: set[str] = field(default_factory=set)  # the initializers that hold trained values
 
     def _fresh(self, name: str) -> str:
         taken = {o for n in self.nodes for o in n.outputs} | set(self.initializers)
@@ -55,18 +57,22 @@ class Tape:
         return f"{name}_{suffix}"
 
     def op(self, op_type: str, inputs: Sequence[str], attrs: dict[str, Any] | None = None, *,
-           name: str, outputs: int = 1) -> Any:
+           name: str, outputs: int = 1, domain: str = "") -> Any:
         """Record a node; its output(s) are named after the node (`name`, or `name:1`...).
         An empty string in `inputs` is an omitted optional input."""
         name = self._fresh(name)
         names = [name] if outputs == 1 else [f"{name}:{i}" for i in range(outputs)]
-        self.nodes.append(Node(op_type, list(inputs), names, dict(attrs or {}), name, self.owner))
+        self.nodes.append(Node(op_type, list(inputs), names, dict(attrs or {}), name, self.owner,
+                               domain))
         return names[0] if outputs == 1 else names
 
-    def initializer(self, name: str, array: np.ndarray) -> str:
+    def initializer(self, name: str, array: np.ndarray, *, weight: bool = False) -> str:
         """A named constant (a slot's values, a table); the same name twice must hold the same
-        values."""
+        values. `weight`: it holds trained values (a slot), which a smaller form may store
+        otherwise (float16)."""
         array = np.asarray(array, order="C")  # (ascontiguousarray would make a scalar 1-D)
+        if weight:
+            self.weights.add(name)
         if name in self.initializers:
             if not np.array_equal(self.initializers[name], array):
                 raise ValueError(f"initializer {name!r} written twice with different values")
@@ -89,11 +95,38 @@ class Tape:
             self.annotations[new] = self.annotations.pop(old)
 
     # -- writing the model ---------------------------------------------------------------------------
+    def value_types(self) -> dict[str, int | None]:
+        """The element type of every value: as annotated, an initializer's, else what its node
+        makes of its inputs' (`opsets.result_types`)."""
+        types: dict[str, int | None] = {n: t for n, (t, _) in self.annotations.items()}
+        for name, array in self.initializers.items():
+            types[name] = helper.np_dtype_to_tensor_dtype(array.dtype)
+        for node in self.nodes:
+            ins = [types.get(i) for i in node.inputs]
+            for name, t in zip(node.outputs, opsets.result_types(node.op_type, node.attrs, ins,
+                                                                 len(node.outputs))):
+                types.setdefault(name, t)
+        return types
+
+    def node_needs(self, node: Node, types: dict[str, int | None] | None = None) -> int:
+        """The oldest set holding `node` for its inputs' element types."""
+        types = self.value_types() if types is None else types
+        try:
+            return opsets.needs(node.op_type, node.attrs, [types.get(i) for i in node.inputs])
+        except opsets.NoKernel as error:
+            from deepsharp_export_onnx.errors import ExportRefused
+
+            raise ExportRefused([f"{node.owner or 'the graph'}: node {node.name!r}: {error}"]) \
+                from None
+
     def needed_opset(self) -> int:
-        return max([opsets.FLOOR] + [opsets.needs(n.op_type, n.attrs) for n in self.nodes])
+        types = self.value_types()
+        return max([opsets.FLOOR] + [self.node_needs(n, types) for n in self.nodes
+                                     if not n.domain])
 
     def nodes_needing_more_than(self, opset: int) -> list[Node]:
-        return [n for n in self.nodes if opsets.needs(n.op_type, n.attrs) > opset]
+        types = self.value_types()
+        return [n for n in self.nodes if not n.domain and self.node_needs(n, types) > opset]
 
     def _value_info(self, name: str) -> onnx.ValueInfoProto:
         elem_type, dims = self.annotations[name]
@@ -101,8 +134,12 @@ class Tape:
 
     def to_model(self, inputs: Sequence[str], outputs: Sequence[str], *, opset: int | None = None,
                  metadata: dict[str, str] | None = None, producer: tuple[str, str] = ("", ""),
-                 graph_name: str = "graph") -> onnx.ModelProto:
+                 graph_name: str = "graph", tensor: Any = None) -> onnx.ModelProto:
+        """The ModelProto, for `opset` or the oldest set holding every node. `tensor(array, name)`
+        makes each initializer's TensorProto (numpy_helper.from_array unless given: external
+        data gives one that points into a file)."""
         opset = self.needed_opset() if opset is None else opset
+        tensor = tensor or numpy_helper.from_array
         initializers = dict(self.initializers)
         node_protos = []
         for node in self.nodes:
@@ -114,8 +151,12 @@ class Tape:
             node_inputs, attrs = opsets.materialize(node.op_type, node.inputs, node.attrs, opset,
                                                     constant)
             node_protos.append(helper.make_node(node.op_type, node_inputs, node.outputs,
-                                                name=node.name, **attrs))
-        ir = opsets.ir_version(opset)
+                                                name=node.name, domain=node.domain or None,
+                                                **attrs))
+        imports = [helper.make_opsetid("", opset)] + [
+            helper.make_opsetid(domain, version)
+            for domain, version in opsets.domains_needed([(n.domain, n.op_type) for n in self.nodes])]
+        ir = opsets.ir_version(opset, imports)
         graph_inputs = [self._value_info(i) for i in inputs]
         if ir < 4:  # before IR 4 every initializer must also be a graph input
             graph_inputs += [helper.make_tensor_value_info(n, ELEM_TYPES[a.dtype], list(a.shape))
@@ -123,11 +164,10 @@ class Tape:
         special = set(inputs) | set(outputs)
         graph = helper.make_graph(
             node_protos, graph_name, graph_inputs, [self._value_info(o) for o in outputs],
-            initializer=[numpy_helper.from_array(a, n) for n, a in initializers.items()],
+            initializer=[tensor(a, n) for n, a in initializers.items()],
             value_info=[self._value_info(v) for v in self.annotations if v not in special],
         )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                                  ir_version=ir, producer_name=producer[0],
+        model = helper.make_model(graph, opset_imports=imports, ir_version=ir, producer_name=producer[0],
                                   producer_version=producer[1])
         for key, value in (metadata or {}).items():
             model.metadata_props.add(key=key, value=value)
@@ -165,6 +205,10 @@ def _annotate_the_rest(model: onnx.ModelProto) -> None:
             symbol = next((s for s in symbols if probes[0][s] == a and probes[1][s] == b), None)
             dims.append(symbol if symbol else (a if a == b and a is not None else None))
         graph.value_info.append(helper.make_tensor_value_info(name, found[0][0], dims))
+
+
+# the importer's normalising pass annotates a graph from elsewhere the same way
+annotate_bare_values = _annotate_the_rest
 
 
 def _infer_at(model: onnx.ModelProto, sizes: dict[str, int]) -> dict[str, tuple[int, tuple]] | None:

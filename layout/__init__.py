@@ -30,7 +30,8 @@ __all__ = [
 ]
 from layout.recurrent import (  # noqa: E402
     GRU_GATES, GRU_GATES_ONNX, LSTM_GATES, LSTM_GATES_ONNX, gru_biases_to_onnx,
-    gru_kernel_to_onnx, kernels_to_torch_in_projection, lstm_biases_to_onnx,
+    gru_kernel_to_onnx, in_projection_biases, in_projection_to_kernels, kernels_to_in_projection,
+    kernels_to_torch_in_projection, lstm_biases_to_onnx,
     lstm_kernel_to_onnx, onnx_to_gru_biases, onnx_to_gru_kernel, onnx_to_lstm_biases,
     onnx_to_lstm_kernel, recurrent_kernel_to_torch, reorder_gates, torch_in_projection_to_kernels,
     torch_to_recurrent_kernel,
@@ -38,7 +39,8 @@ from layout.recurrent import (  # noqa: E402
 
 __all__ += [
     "GRU_GATES", "GRU_GATES_ONNX", "LSTM_GATES", "LSTM_GATES_ONNX", "gru_biases_to_onnx",
-    "gru_kernel_to_onnx", "kernels_to_torch_in_projection", "lstm_biases_to_onnx",
+    "gru_kernel_to_onnx", "in_projection_biases", "in_projection_to_kernels",
+    "kernels_to_in_projection", "kernels_to_torch_in_projection", "lstm_biases_to_onnx",
     "lstm_kernel_to_onnx", "onnx_to_gru_biases", "onnx_to_gru_kernel", "onnx_to_lstm_biases",
     "onnx_to_lstm_kernel", "recurrent_kernel_to_torch", "reorder_gates",
     "torch_in_projection_to_kernels", "torch_to_recurrent_kernel",

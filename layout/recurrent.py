@@ -89,3 +89,19 @@ def torch_in_projection_to_kernels(in_proj_weight: np.ndarray) -> tuple[np.ndarr
 def kernels_to_torch_in_projection(query: np.ndarray, key: np.ndarray,
                                    value: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([query.T, key.T, value.T], axis=0))
+
+
+def in_projection_to_kernels(kernel: np.ndarray) -> tuple[np.ndarray, ...]:
+    """One (in, 3E) kernel projecting queries, keys and values at once (the columns q, then k,
+    then v: PyTorch's in_proj_weight turned round, as its exporters write it for a MatMul) as our
+    three (in, E) kernels."""
+    return tuple(np.ascontiguousarray(w) for w in np.split(kernel, 3, axis=1))
+
+
+def kernels_to_in_projection(query: np.ndarray, key: np.ndarray, value: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.concatenate([query, key, value], axis=1))
+
+
+def in_projection_biases(bias: np.ndarray) -> tuple[np.ndarray, ...]:
+    """PyTorch's in_proj_bias (3E,) as the query, key and value biases."""
+    return tuple(np.ascontiguousarray(b) for b in np.split(bias, 3))

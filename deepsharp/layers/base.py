@@ -12,7 +12,10 @@ order (or `from_verb`'s, where the spec defines one).
 from __future__ import annotations
 
 import inspect
+import typing
 from abc import abstractmethod
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
@@ -37,10 +40,66 @@ class Lowering:
     random: RandomStream
 
     def generator(self, purpose: str = "initialise") -> np.random.Generator:
-        return self.random.generator(f"{purpose}:{self.place}")
+        generator = self.random.generator(f"{purpose}:{self.place}")
+        return generator if _BUDGET.get() is None else _Budgeted(generator)  # type: ignore[return-value]
 
     def child(self, name: str) -> "Lowering":
         return Lowering(f"{self.place}.{name}", self.random)
+
+
+# -- allocation budget -----------------------------------------------------------------------
+# A file of a few hundred bytes can declare a spec whose lowering would draw gigabytes (dense(10**9)).
+# Loading a file lowers under a budget of the elements the file can hold: every draw and every
+# large array a step makes at lowering claims its elements first, and the claim that would pass
+# the budget is refused (a ShapeError, which `lower` names with the layer's place) before a byte
+# is allocated.
+_BUDGET: ContextVar["list[int] | None"] = ContextVar("lowering_budget", default=None)
+_SIZE_ARGUMENT = {"uniform": 2, "normal": 2, "standard_normal": 0, "random": 0, "integers": 2}
+
+
+@contextmanager
+def allocation_budget(elements: int):
+    """Within the block, lowering may make at most `elements` numbers (claimed with `claim`)."""
+    token = _BUDGET.set([int(elements)])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def claim(elements: int, what: str) -> None:
+    """Count `elements` numbers about to be made for `what` against the active budget (if any)."""
+    left = _BUDGET.get()
+    if left is None:
+        return
+    if elements > left[0]:
+        raise ShapeError(f"{what} declares {elements:,} numbers, more than the {left[0]:,} left in "
+                         f"the budget of what is being read")
+    left[0] -= int(elements)
+
+
+class _Budgeted:
+    """A numpy Generator whose draws claim their size first."""
+
+    def __init__(self, generator: np.random.Generator) -> None:
+        self._generator = generator
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._generator, name)
+        if name not in _SIZE_ARGUMENT:
+            return method
+
+        def drawing(*args: Any, **kwargs: Any) -> Any:
+            index = _SIZE_ARGUMENT[name]
+            size = kwargs.get("size", args[index] if len(args) > index else None)
+            dims = () if size is None else (size,) if np.ndim(size) == 0 else tuple(size)
+            count = 1
+            for dim in dims:
+                count *= max(int(dim), 0)
+            claim(count, f"a draw of shape {size}")
+            return method(*args, **kwargs)
+
+        return drawing
 
 
 @dataclass(frozen=True)
@@ -128,8 +187,70 @@ def _field_message(verb: str, error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _scalar_kinds(annotation: Any) -> set[type] | None:
+    """The scalar types a field's annotation admits (through unions, tuples, Annotated, Literal);
+    None when it admits anything (Any, a spec, a stack)."""
+    if annotation is Any:
+        return None
+    if annotation in (bool, int, float, str, type(None)):
+        return {annotation}
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return {type(value) for value in typing.get_args(annotation)}
+    if origin is typing.Annotated:
+        return _scalar_kinds(typing.get_args(annotation)[0])
+    if origin is None:
+        return None
+    kinds: set[type] = set()
+    for argument in typing.get_args(annotation):
+        if argument is not Ellipsis:
+            inner = _scalar_kinds(argument)
+            if inner is None:
+                return None
+            kinds |= inner
+    return kinds
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as the Python scalars they stand for (np.int64(3) is 3, np.bool_ a bool)."""
+    if isinstance(value, np.generic) and value.ndim == 0:
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def _strict_faults(verb: str, name: str, value: Any, kinds: set[type]) -> list[str]:
+    """What pydantic's lax mode would silently convert: True to 1, "3" to 3, 3.0 to 3, 1 to True."""
+    if isinstance(value, (tuple, list)):
+        return [f for item in value for f in _strict_faults(verb, name, item, kinds)]
+    words = {bool: "True or False", int: "an integer", float: "a number", str: "a string"}
+    expected = " or ".join(sorted({words[k] for k in kinds if k in words}
+                                  - ({"an integer"} if float in kinds else set()))) or "None"
+    wrong = ((isinstance(value, bool) and bool not in kinds)
+             or (isinstance(value, str) and str not in kinds)
+             or (isinstance(value, int) and not isinstance(value, bool) and not kinds & {int, float})
+             or (isinstance(value, float) and float not in kinds))
+    if wrong:
+        return [f"{verb}: {name} must be {expected}, received {value!r} ({type(value).__name__})"]
+    return []
+
+
 def make_spec(cls: type[LayerSpec], verb: str, **values: Any) -> LayerSpec:
-    """Build a spec, turning pydantic's complaint into one naming the verb, argument and value."""
+    """Build a spec, turning pydantic's complaint into one naming the verb, argument and value.
+
+    Values are taken strictly: a bool is not an integer (`dense(True)` is refused, not
+    `dense(1)`), a string is not a number, a float is not an integer, an integer is not a bool;
+    numpy scalars count as the Python scalars they hold."""
+    values = {name: _plain(value) for name, value in values.items()}
+    faults = []
+    for name, value in values.items():
+        field = cls.model_fields.get(name)
+        kinds = _scalar_kinds(field.annotation) if field is not None else None
+        if kinds is not None:
+            faults += _strict_faults(verb, name, value, kinds)
+    if faults:
+        raise SpecError("; ".join(faults))
     try:
         return cls(**values)
     except ValidationError as error:

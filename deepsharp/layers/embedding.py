@@ -10,7 +10,8 @@ import numpy as np
 from pydantic import Field, NonNegativeInt, PositiveInt, ValidationInfo, field_validator
 
 from deepsharp.errors import ShapeError
-from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer, require_rank
+from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, claim, layer, require_rank
+from deepsharp.layers.masks import require_end_padding
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, apply
@@ -158,7 +159,13 @@ class SinePositionsStep(Step):
     def __init__(self, spec: SinePositions, place: str, input_shape: Shape,
                  output_shape: Shape) -> None:
         super().__init__(spec, place, input_shape, output_shape)
+        claim(spec.max_length * input_shape[1], f"a sine table of {spec.max_length} steps")
         object.__setattr__(self, "table", sine_table(spec.max_length, input_shape[1]))
+
+    def call(self, flow: Flow) -> Flow:
+        # positions count from a series' first step: padding before it would shift them
+        require_end_padding(self, flow.mask)
+        return super().call(flow)
 
     def forward(self, x: Tensor) -> Tensor:
         steps = x.shape[1]

@@ -20,7 +20,8 @@ import numpy as np
 from pydantic import Field, PositiveInt
 
 from deepsharp.errors import ShapeError
-from deepsharp.layers.base import LayerSpec, Lowering, Step, layer
+from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, claim, layer
+from deepsharp.layers.masks import masked_moments, real_steps
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, apply
@@ -37,9 +38,19 @@ class NormStep(Step):
     def __init__(self, spec: LayerSpec, place: str, shape: Shape, channels: int,
                  bias: bool = True) -> None:
         super().__init__(spec, place, shape, shape)
+        claim(2 * channels, f"{spec.kind} over {channels} channels")
         self.weight = Parameter(np.ones(channels, np.float32))
         if bias:
             self.bias = Parameter(np.zeros(channels, np.float32))
+
+
+def _normalised(x: Tensor, mean: Tensor, var: Tensor, eps: float, weight: Tensor | None = None,
+                bias: Tensor | None = None) -> Tensor:
+    """(x - mean) / sqrt(var + eps) [* weight + bias], written with primitives."""
+    y = apply("div", apply("sub", x, mean), apply("sqrt", apply("add", var, float(eps))))
+    if weight is not None:
+        y = apply("add", apply("mul", y, weight), bias)
+    return y
 
 
 @layer("layer_norm")
@@ -99,6 +110,22 @@ class BatchNormStep(NormStep):
         self._update(mean._data, var._data, x.size // x.shape[-1])
         return y
 
+    def call(self, flow: Flow) -> Flow:
+        """Over a masked series in training, the batch's statistics come from the real steps
+        only (and so does the running update); in evaluation the running statistics act on every
+        step alike, so the mask only rides on."""
+        if flow.mask is None or not self.training:
+            return super().call(flow)
+        x = flow.value
+        real = real_steps(flow.mask, x)
+        axes = tuple(range(x.ndim - 1))
+        mean, var = masked_moments(x, real, axes)
+        y = _normalised(x, mean, var, self.spec.eps, self.weight, self.bias)
+        count = int(real._data.sum())
+        if count > 1:
+            self._update(mean._data.reshape(-1), var._data.reshape(-1), count)
+        return Flow(y, flow.mask)
+
     def _update(self, mean: np.ndarray, var: np.ndarray, count: int) -> None:
         """PyTorch's running update, the variance unbiased (count / (count - 1))."""
         m = self.spec.momentum
@@ -127,6 +154,19 @@ class GroupNorm(LayerSpec):
 class GroupNormStep(NormStep):
     def groups(self) -> int:
         return self.spec.groups
+
+    def call(self, flow: Flow) -> Flow:
+        """Over a masked series, each example's statistics come from its real steps only."""
+        if flow.mask is None:
+            return super().call(flow)
+        x = flow.value
+        batch, steps, channels = x.shape
+        groups = self.groups()
+        grouped = apply("reshape", x, shape=(batch, steps, groups, channels // groups))
+        mean, var = masked_moments(grouped, real_steps(flow.mask, grouped), (1, 3))
+        y = _normalised(grouped, mean, var, self.spec.eps)
+        y = apply("reshape", y, shape=(batch, steps, channels))
+        return Flow(apply("add", apply("mul", y, self.weight), self.bias), flow.mask)
 
     def forward(self, x: Tensor) -> Tensor:
         return apply("group_norm", x, self.weight, self.bias, groups=self.groups(),

@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 from pydantic import field_validator
 
 from deepsharp.errors import ShapeError
-from deepsharp.layers.base import LayerSpec, Lowering, Step, layer
+from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer
+from deepsharp.layers.masks import masked_max, masked_mean, refuse_mask
 from deepsharp.layers.windows import (
     Padding, Window, check_padding, check_per_axis, explicit_pads, pads_of, per_axis,
     require_places, window_output,
@@ -77,6 +78,12 @@ class PoolSpec(LayerSpec):
 
 
 class PoolStep(Step):
+    def call(self, flow: Flow) -> Flow:
+        refuse_mask(self, flow.mask, "a window of steps would take padded steps in; pool the whole "
+                                     "series with global_max_pool or global_avg_pool (which leave "
+                                     "the padding out), or give series without a mask")
+        return super().call(flow)
+
     def forward(self, x: Tensor) -> Tensor:
         return apply(self.spec.primitive, x, **self.spec.attrs())
 
@@ -171,6 +178,14 @@ class GlobalPoolSpec(LayerSpec):
 
 
 class GlobalPoolStep(Step):
+    """Over a masked series, the real steps only: what the unpadded series gives (see `masks`)."""
+
+    def call(self, flow: Flow) -> Flow:
+        if flow.mask is None:
+            return super().call(flow)
+        pool = masked_mean if self.spec.primitive == "mean" else masked_max
+        return Flow(pool(flow.value, flow.mask, int(self.spec.keep_axes)), None)
+
     def forward(self, x: Tensor) -> Tensor:
         return apply(self.spec.primitive, x, axes=tuple(range(1, x.ndim - 1)),
                      keepdims=int(self.spec.keep_axes))
@@ -209,6 +224,12 @@ class AdaptivePoolSpec(LayerSpec):
 
 
 class AdaptivePoolStep(Step):
+    def call(self, flow: Flow) -> Flow:
+        refuse_mask(self, flow.mask, "its bins are cut from the padded length, not each series' "
+                                     "own; pool the whole series with global_max_pool or "
+                                     "global_avg_pool, or give series without a mask")
+        return super().call(flow)
+
     def forward(self, x: Tensor) -> Tensor:
         return apply(self.spec.primitive, x, sizes=tuple(self.output_shape)[:-1])
 

@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import PositiveInt
 
 from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer, require_rank
+from deepsharp.layers.masks import require_end_padding
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, apply
@@ -90,6 +91,7 @@ class RecurrentStep(Step):
 
     def call(self, flow: Flow) -> Flow:
         spec = self.spec
+        require_end_padding(self, flow.mask)
         lengths = lengths_of(flow.mask)
         extra = () if lengths is None else (lengths,)
         x = flow.value

@@ -3,8 +3,10 @@ in training."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer, require_rank
 from deepsharp.run import current_run
@@ -25,6 +27,14 @@ class Masking(LayerSpec):
     """
 
     value: float = 0.0
+
+    @field_validator("value")
+    @classmethod
+    def _comparable(cls, value: float) -> float:
+        if math.isnan(value):  # NaN equals nothing: no step would ever be masked
+            raise ValueError("must not be NaN: NaN equals nothing, so no step would be masked; "
+                             "replace the padding by a number and mask that")
+        return value
 
     def build(self, shape: Shape, at: Lowering) -> "MaskingStep":
         require_rank(self, shape, (2,), "a series (steps x channels)")

@@ -4,6 +4,10 @@ from deepsharp.tensors import ops  # noqa: F401  (registers the primitives)
 from deepsharp.tensors.modes import enable_grad, float64, grad_enabled, no_grad
 from deepsharp.tensors.primitives import PRIMITIVES, needs_input_grad, primitive, unbroadcast
 from deepsharp.tensors.tensor import Record, Tensor, apply, as_tensor
+# Tensor's methods call these as api.<module>.<function>
+from deepsharp.tensors.api import (  # noqa: F401
+    build, einsum, elementwise, join, reduce, select, shape,
+)
 
 __all__ = [
     "Tensor", "Record", "apply", "as_tensor", "no_grad", "enable_grad", "float64",

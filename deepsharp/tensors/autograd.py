@@ -3,7 +3,9 @@
 The records reachable from the root are sorted once (depth-first, iteratively), then walked in
 reverse; each record's backward rule gets the gradients of its results and returns one per input.
 Gradients of leaves accumulate into `.grad` (as PyTorch's do); intermediate gradients are dropped
-as soon as they are used.
+as soon as they are used. A record sends each input's gradient where that input's history was when
+the record was made (`Record.edges`), so a tensor written in place later does not reroute it; a
+value the rule needs that was written in place since makes backward raise (versions.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from deepsharp.errors import OpError
 from deepsharp.tensors.primitives import _needs_input_grad, lookup
 from deepsharp.tensors.tensor import Record, Tensor
+from deepsharp.tensors.versions import check_current, check_saved
 
 
 def _sorted_records(root: Record) -> list[Record]:
@@ -24,11 +27,11 @@ def _sorted_records(root: Record) -> list[Record]:
     stack: list[tuple[Record, int]] = [(root, 0)]
     while stack:
         record, next_input = stack.pop()
-        if next_input < len(record.inputs):
+        if next_input < len(record.edges):
             stack.append((record, next_input + 1))
-            parent = record.inputs[next_input].record
+            parent, _, requires_grad = record.edges[next_input]
             if parent is not None and parent.inputs and id(parent) not in seen:
-                if record.inputs[next_input].requires_grad:
+                if requires_grad:
                     seen.add(id(parent))
                     stack.append((parent, 0))
         else:
@@ -43,6 +46,7 @@ def backward(root: Tensor, grad: Any = None) -> None:
     seed = np.ones_like(root._data) if grad is None else np.asarray(grad, dtype=root.dtype)
     if seed.shape != root.shape:
         raise OpError(f"backward: gradient shape {seed.shape} differs from the tensor's {root.shape}")
+    check_current((root,), "backward")
     if root.record is None:
         _accumulate_leaf(root, seed)
         return
@@ -60,24 +64,25 @@ def _run_backward(record: Record, grads: list[np.ndarray | None],
     prim = lookup(record.op)
     if prim.backward is None:
         raise OpError(f"primitive {record.op!r} has no backward rule; it cannot be trained through")
+    check_saved(record)
     filled = [g if g is not None else np.zeros(s, dtype=d)
               for g, s, d in zip(grads, record.shapes, record.dtypes)]
     arrays = [t._data for t in record.inputs]
     given = filled if prim.outputs > 1 else filled[0]
-    token = _needs_input_grad.set(tuple(t.requires_grad for t in record.inputs))
+    token = _needs_input_grad.set(tuple(edge[2] for edge in record.edges))
     try:
         input_grads = prim.backward(given, record.saved, *arrays, **record.attrs)
     finally:
         _needs_input_grad.reset(token)
-    for tensor, g in zip(record.inputs, input_grads):
-        if g is None or not tensor.requires_grad:
+    for tensor, (parent, index, requires_grad), g in zip(record.inputs, record.edges, input_grads):
+        if g is None or not requires_grad:
             continue
-        if tensor.record is None:
+        if parent is None:
             _accumulate_leaf(tensor, g)
             continue
-        slots = pending.setdefault(id(tensor.record), [None] * len(tensor.record.shapes))
-        current = slots[tensor.index]
-        slots[tensor.index] = g if current is None else current + g
+        slots = pending.setdefault(id(parent), [None] * len(parent.shapes))
+        current = slots[index]
+        slots[index] = g if current is None else current + g
 
 
 # A thread's own place for leaf gradients (deepsharp.parallel): {id(leaf): (leaf, gradient)}.

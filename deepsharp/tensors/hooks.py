@@ -19,16 +19,19 @@ class TraceHook(Protocol):
         """Whether any of `tensors` depends on a traced input (then a record is made)."""
 
     def on_record(self, record: "Record", outputs: Sequence["Tensor"]) -> None:
-        """A primitive ran with a traced input; `outputs` are its results."""
+        """A primitive ran with a traced input, or with no tensor input at all (arange: its size
+        may be a symbolic one); `outputs` are its results."""
 
     def on_read(self, tensor: "Tensor", what: str) -> None:
         """User code reads `tensor`'s values (`what` names the read, e.g. "item()")."""
 
     def on_write(self, tensor: "Tensor", what: str) -> None:
-        """User code writes into `tensor` in place (`what` names the write, e.g. "fill_()")."""
+        """A write into `tensor` that nothing records (`what` names it, e.g. "fill_()"), or one
+        the tensors refuse (`what` says why). A recorded write arrives as records instead."""
 
     def on_alias(self, source: "Tensor", result: "Tensor", what: str) -> None:
-        """`result` shares `source`'s values without an operation (detach, clone)."""
+        """`result` stands for `source`'s values without an operation (detach, clone; the value
+        before an in-place write, and the written tensor taking the write's result)."""
 
     def on_no_grad(self) -> None:
         """`no_grad()` was entered while tracing."""

@@ -12,7 +12,9 @@ A primitive is registered by decorating a namespace class holding two functions:
 Attributes (integers, floats and tuples of them) are keyword arguments of both functions and are
 kept on the operation's `Record`, where autograd and the tracer read them. A primitive with several
 results sets `outputs=n`; its forward returns a tuple and its backward receives a tuple of
-gradients (zeros for results nothing used).
+gradients (zeros for results nothing used). A primitive whose results are constant in its inputs
+(comparisons, argmax, zeros_like) sets `differentiable=False` and needs no backward rule: its
+results never require gradients, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -32,19 +34,21 @@ class Primitive:
     forward: Callable[..., tuple[Any, Any]]
     backward: Callable[..., tuple[Any, ...]] | None
     outputs: int = 1
+    differentiable: bool = True
 
 
 PRIMITIVES: dict[str, Primitive] = {}
 
 
-def primitive(name: str, *, outputs: int = 1) -> Callable[[type], type]:
+def primitive(name: str, *, outputs: int = 1,
+              differentiable: bool = True) -> Callable[[type], type]:
     """Register the namespace class's `forward` and `backward` under `name`."""
 
     def register(namespace: type) -> type:
         if name in PRIMITIVES:
             raise OpError(f"primitive {name!r} is registered twice")
         PRIMITIVES[name] = Primitive(
-            name, namespace.forward, getattr(namespace, "backward", None), outputs
+            name, namespace.forward, getattr(namespace, "backward", None), outputs, differentiable
         )
         return namespace
 

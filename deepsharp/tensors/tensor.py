@@ -13,14 +13,19 @@ from typing import Any, Sequence
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors import modes
+from deepsharp.tensors import keywords, modes
+from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
+from deepsharp.tensors.versions import (
+    Version, check_current, saved_outputs, share_views,
+)
 
 
 class Record:
     """What one operation left behind: autograd's and the tracer's common input."""
 
-    __slots__ = ("op", "inputs", "attrs", "saved", "shapes", "dtypes")
+    __slots__ = ("op", "inputs", "attrs", "saved", "shapes", "dtypes", "edges", "versions",
+                 "saved_outputs")
 
     def __init__(self, op: str, inputs: tuple["Tensor", ...], attrs: dict[str, Any], saved: Any,
                  outputs: Sequence[np.ndarray]) -> None:
@@ -30,6 +35,20 @@ class Record:
         self.saved = saved
         self.shapes = tuple(o.shape for o in outputs)
         self.dtypes = tuple(o.dtype for o in outputs)
+        # where each input's gradient goes, as it was when this ran (an input written in place
+        # later gets a new history, which this record must not follow), and each input's version,
+        # which backward checks (versions.py); an input whose history is stale is refused
+        self.edges, self.versions = [], []
+        for t in inputs:
+            self.edges.append((t.record, t.index, t.requires_grad))
+            counter = t._counter
+            if counter is None:
+                self.versions.append(0)
+                continue
+            if t._seen != counter.rebases:
+                check_current((t,), op)
+            self.versions.append(counter.version)
+        self.saved_outputs: tuple[tuple[int, Version, int], ...] = ()
 
     def __repr__(self) -> str:
         attrs = ", ".join(f"{k}={v!r}" for k, v in self.attrs.items())
@@ -50,7 +69,7 @@ def _as_array(value: Any, dtype: Any = None, what: str = "Tensor()") -> np.ndarr
     return array
 
 
-class Tensor:
+class Tensor(TensorMethods):
     """A float32 (or int64 / bool) array that records the operations made from it.
 
     >>> x = Tensor([[1.0, 2.0]], requires_grad=True)
@@ -60,11 +79,12 @@ class Tensor:
     array([[2., 4.]], dtype=float32)
 
     Library code reads the array as `_data`; user code reads values with `numpy()`, `item()` or
-    `tolist()` (which a tracer refuses on traced tensors).
+    `tolist()` (which a tracer refuses on traced tensors). The vocabulary (reductions, axes,
+    comparisons, indexing by arrays, ...) comes from `TensorMethods` (deepsharp/tensors/methods.py).
     """
 
-    __slots__ = ("_data", "requires_grad", "grad", "record", "index", "name", "_version",
-                 "__weakref__")
+    __slots__ = ("_data", "requires_grad", "grad", "record", "index", "name", "_counter", "_seen",
+                 "_view_of", "__weakref__")
     __array_priority__ = 1000.0  # numpy defers to our operators in `array * tensor`
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,
@@ -75,7 +95,9 @@ class Tensor:
         self.record: Record | None = None
         self.index = 0
         self.name = name
-        self._version = 0
+        self._counter: Version | None = None  # made on the first write or view (versions.py)
+        self._seen = 0
+        self._view_of: tuple[Tensor, str, dict] | None = None  # (base, op, attrs) of a view
 
     @classmethod
     def _wrap(cls, array: np.ndarray) -> "Tensor":
@@ -86,8 +108,25 @@ class Tensor:
         t.record = None
         t.index = 0
         t.name = None
-        t._version = 0
+        t._counter = None
+        t._seen = 0
+        t._view_of = None
         return t
+
+    # -- versions (deepsharp/tensors/versions.py) -------------------------------------------
+    def _version_counter(self) -> Version:
+        if self._counter is None:
+            self._counter = Version()
+        return self._counter
+
+    @property
+    def _version(self) -> int:
+        """How many times the storage was written in place (PyTorch's `_version`)."""
+        return 0 if self._counter is None else self._counter.version
+
+    @_version.setter
+    def _version(self, value: int) -> None:  # an optimizer's step moves it
+        self._version_counter().version = value
 
     # -- what a tensor is -------------------------------------------------------------------
     @property
@@ -101,10 +140,6 @@ class Tensor:
     @property
     def ndim(self) -> int:
         return self._data.ndim
-
-    @property
-    def size(self) -> int:
-        return self._data.size
 
     def __len__(self) -> int:
         return self._data.shape[0]
@@ -125,7 +160,7 @@ class Tensor:
         hook = modes.trace_hook()
         if hook is not None:
             hook.on_write(self, what)
-        self._version += 1
+        self._version_counter().moved(what)
 
     @property
     def data(self) -> np.ndarray:
@@ -157,26 +192,61 @@ class Tensor:
     def __index__(self) -> int:
         return int(self._read("__index__"))
 
-    def fill_(self, value: float) -> "Tensor":
-        self._write("fill_()")
-        self._data.fill(value)
-        return self
+    # -- in-place writes: recorded when autograd or a trace needs them (inplace.py) ----------
+    def fill_(self, value: Any) -> "Tensor":
+        from deepsharp.tensors.inplace import assign
+
+        return assign(self, Ellipsis, value, "fill_()")
 
     def zero_(self) -> "Tensor":
-        return self.fill_(0)
+        from deepsharp.tensors.inplace import assign
+
+        return assign(self, Ellipsis, 0, "zero_()")
 
     def copy_(self, source: Any) -> "Tensor":
-        self._write("copy_()")
-        self._data[...] = _as_array(source, what="copy_() from it")
-        return self
+        from deepsharp.tensors.inplace import assign
+
+        return assign(self, Ellipsis, source, "copy_()")
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        self._write("__setitem__")
-        self._data[index] = _as_array(value, what="__setitem__ from it")
+        from deepsharp.tensors.inplace import assign
+
+        assign(self, index, value, "x[...] = value")
+
+    def add_(self, other: Any, *, alpha: float = 1) -> "Tensor":
+        from deepsharp.tensors.inplace import update
+
+        return update(self, "add", other if alpha == 1 else other * alpha, "add_()")
+
+    def sub_(self, other: Any, *, alpha: float = 1) -> "Tensor":
+        from deepsharp.tensors.inplace import update
+
+        return update(self, "sub", other if alpha == 1 else other * alpha, "sub_()")
+
+    def mul_(self, other: Any) -> "Tensor":
+        from deepsharp.tensors.inplace import update
+
+        return update(self, "mul", other, "mul_()")
+
+    def div_(self, other: Any) -> "Tensor":
+        from deepsharp.tensors.inplace import update
+
+        return update(self, "div", other, "div_()")
+
+    # `x += y` writes into x, as in PyTorch (a view of x sees it, a leaf that requires
+    # gradients refuses it)
+    def __iadd__(self, other): return self.add_(other)
+    def __isub__(self, other): return self.sub_(other)
+    def __imul__(self, other): return self.mul_(other)
+    def __itruediv__(self, other): return self.div_(other)
 
     def detach(self) -> "Tensor":
-        """The same values with no record: gradients stop here."""
+        """The same values with no record: gradients stop here. The result shares the storage
+        (and its version counter), as PyTorch's does."""
         result = Tensor._wrap(self._data)
+        counter = self._version_counter()
+        result._counter, result._seen = counter, counter.rebases
+        result._view_of = (self, "detach", {})
         hook = modes.trace_hook()
         if hook is not None:
             hook.on_alias(self, result, "detach()")
@@ -217,71 +287,16 @@ class Tensor:
     def sigmoid(self): return apply("sigmoid", self)
     def tanh(self): return apply("tanh", self)
 
-    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> "Tensor":
-        return apply("sum", self, axes=_axes(axis, self.ndim), keepdims=int(keepdims))
-
-    def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> "Tensor":
-        return apply("mean", self, axes=_axes(axis, self.ndim), keepdims=int(keepdims))
-
-    def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> "Tensor":
-        return apply("max", self, axes=_axes(axis, self.ndim), keepdims=int(keepdims))
-
     def reshape(self, *shape: int) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return apply("reshape", self, shape=tuple(int(s) for s in shape))
 
-    def transpose(self, *perm: int) -> "Tensor":
-        if len(perm) == 1 and isinstance(perm[0], (tuple, list)):
-            perm = tuple(perm[0])
-        if not perm:
-            perm = tuple(reversed(range(self.ndim)))
-        return apply("transpose", self, perm=tuple(int(p) % self.ndim for p in perm))
-
-    permute = transpose
-
-    @property
-    def T(self) -> "Tensor":
-        return self.transpose()
-
-    def swapaxes(self, a: int, b: int) -> "Tensor":
-        perm = list(range(self.ndim))
-        perm[a], perm[b] = perm[b], perm[a]
-        return self.transpose(*perm)
-
-    def expand(self, *shape: int) -> "Tensor":
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return apply("expand", self, shape=tuple(int(s) for s in shape))
-
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> "Tensor":
-        """Drop axes of size 1 (all of them, or those named): a reshape."""
-        axes = ([i for i, n in enumerate(self.shape) if n == 1] if axis is None
-                else list(_axes(axis, self.ndim)))
-        wide = [i for i in axes if self.shape[i] != 1]
-        if wide:
-            raise OpError(f"squeeze: axis {wide[0]} has size {self.shape[wide[0]]}, not 1")
-        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
-
-    def unsqueeze(self, axis: int) -> "Tensor":
-        """A new axis of size 1 at `axis` (of the result): a reshape."""
-        axis = int(axis) % (self.ndim + 1)
-        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
-
-    def flip(self, axis: int | Sequence[int] | None = None) -> "Tensor":
-        """The values in reverse order along `axis` (every axis when None): a slice of step -1."""
-        flipped = set(_axes(axis, self.ndim))
-        starts, stops, steps = [], [], []
-        for i, n in enumerate(self.shape):
-            b, e, s = (n - 1, -(n + 1), -1) if i in flipped else (0, n, 1)
-            starts.append(b), stops.append(e), steps.append(s)
-        return apply("slice", self, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
-
-    def select(self, axis: int, index: int) -> "Tensor":
-        """The values at position `index` of `axis`, which is dropped: a gather by a scalar index,
+    def select(self, dim: int, index: int) -> "Tensor":
+        """The values at position `index` of `dim`, which is dropped: a gather by a scalar index,
         kept as given (a negative index counts from the end, whatever the axis's size)."""
         return apply("gather", self, Tensor(np.asarray(int(index), dtype=np.int64)),
-                     axis=int(axis) % self.ndim)
+                     axis=keywords.axis("select", dim, self.ndim))
 
     def __getitem__(self, index: Any) -> "Tensor":
         from deepsharp.tensors.indexing import getitem
@@ -290,14 +305,6 @@ class Tensor:
 
     def astype(self, dtype: Any) -> "Tensor":
         return apply("cast", self, to=np.dtype(dtype).str)
-
-
-def _axes(axis: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, (int, np.integer)):
-        axis = (axis,)
-    return tuple(sorted(int(a) % ndim for a in axis))
 
 
 def as_tensor(value: Any, like: np.ndarray | None = None) -> Tensor:
@@ -319,15 +326,21 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     out, saved = prim.forward(*(t._data for t in tensors), **attrs)
     outs = out if prim.outputs > 1 else (out,)
     results = tuple(Tensor._wrap(o) for o in outs)
-    needs_grad = modes.grad_enabled() and any(t.requires_grad for t in tensors)
+    share_views(tensors, outs, results, op, attrs)
+    needs_grad = (prim.differentiable and modes.grad_enabled()
+                  and any(t.requires_grad for t in tensors))
     hook = modes.trace_hook()
-    traced = hook is not None and hook.involves(tensors)
+    # an operation without tensor inputs (arange) is shown to the tracer: its size may be symbolic
+    traced = hook is not None and (hook.involves(tensors) if tensors else True)
     if needs_grad or traced:
         record = Record(op, tensors, attrs, saved, outs)
+        if needs_grad and saved is not None:
+            counters = {i: results[i]._version_counter() for i in saved_outputs(saved, outs)}
+            record.saved_outputs = tuple((i, c, c.version) for i, c in counters.items())
         for i, r in enumerate(results):
             r.record = record
             r.index = i
-            r.requires_grad = needs_grad
+            r.requires_grad = needs_grad and r.dtype.kind == "f"  # (bool and int results: none)
         if traced:
             hook.on_record(record, results)
     return results if prim.outputs > 1 else results[0]

@@ -107,6 +107,13 @@ class Constants:
             if t.record is not None:
                 stack.extend(t.record.inputs)
 
+    def refresh(self, tensor: Tensor) -> None:
+        """`tensor`'s write was recorded (the graph holds its earlier values where they were used
+        and the write's result after): its version moving is no fault."""
+        watched = self._watched.get(id(tensor))
+        if watched is not None:
+            self._watched[id(tensor)] = (tensor, tensor._version, *watched[2:])
+
     def changed(self, describe: Callable[[int], str]) -> list[str]:
         """A line for every watched tensor whose storage version moved since it was captured."""
         faults = []

@@ -45,6 +45,9 @@ class DimContext:
     shapes: tuple[tuple[int, ...], ...]    # the results' example shapes
     known_atoms: Callable[[], list[Atom]]
     make_atom: Callable[[int, int, int], Atom]  # (result index, axis, example size) -> new atom
+    # (base, d, stride, result index, axis, create) -> the atom ceil((base + d) / stride), the same
+    # for every operation asking for it (slices, aranges); None when not made yet and not `create`
+    derived_atom: Callable[[Sym, int, int, int, int, bool], Atom | None] | None = None
 
     def symbolic(self, message: str) -> TraceException:
         return TraceException(TraceErrorKind.SYMBOLIC_SHAPE, f"{self.label}: {message}")
@@ -63,6 +66,28 @@ class DimContext:
                                 f"traced run, where it would broadcast or vanish; trace with "
                                 f"larger symbol sizes")
         return Sym(1, (self.make_atom(output, axis, size),))
+
+    def derived(self, base: Sym, d: int, stride: int, output: int, axis: int, *,
+                create: bool = True) -> Dim | None:
+        """The size ceil((base + d) / stride): `base` itself when d is 0 and stride 1, else one
+        atom shared by every operation making it, held by the first one (result `output`,
+        `axis`). None when `create` is off and no operation made it yet."""
+        if d == 0 and stride == 1:
+            return base
+        size = max(0, -(-(base.example + d) // stride))
+        if create and size < 2:
+            raise self.symbolic(f"axis {axis} of its result, {derived_name(base, d, stride)}, is "
+                                f"only {size} in the traced run, where it would broadcast or "
+                                f"vanish; trace with larger symbol sizes")
+        atom = self.derived_atom(base, d, stride, output, axis, create)
+        return None if atom is None else Sym(1, (atom,))
+
+
+def derived_name(base: Sym, d: int, stride: int) -> str:
+    """How a derived size is written as a dim_param: `steps-1`, `ceil(steps/2)`."""
+    if stride == 1:
+        return f"{base}{d:+d}"
+    return f"ceil(({base}{d:+d})/{stride})" if d else f"ceil({base}/{stride})"
 
 
 DimRule = Callable[[DimContext], list[Dims]]
@@ -150,30 +175,6 @@ def expand(ctx: DimContext) -> list[Dims]:
             out.append(own)
         else:
             out.append(1 if size == 1 else matching_atoms(ctx, size))
-    return [tuple(out)]
-
-
-def slice_axes(dims: Dims, attrs: dict[str, Any]) -> list[str]:
-    """Per axis: 'full', 'flip' (full and reversed) or 'part'."""
-    kinds = []
-    for dim, b, e, s in zip(dims, attrs["starts"], attrs["stops"], attrs["steps"]):
-        n = example(dim)
-        taken = range(n)[slice(b, e, s)]
-        kinds.append("full" if taken == range(n) else
-                     "flip" if taken == range(n - 1, -1, -1) else "part")
-    return kinds
-
-
-def slice_(ctx: DimContext) -> list[Dims]:
-    dims, shape = ctx.operands[0].dims, ctx.shapes[0]
-    out: list[Dim] = []
-    for axis, (dim, kind) in enumerate(zip(dims, slice_axes(dims, ctx.attrs))):
-        if isinstance(dim, Sym) and kind == "part":
-            raise ctx.symbolic(f"a partial slice of axis {axis}, whose size is the symbol {dim}: "
-                               f"its bounds were taken at the example's size {dim.example}; "
-                               f"slice whole symbolic axes (or reverse them), or take one element "
-                               f"with select(axis, index) (a negative index counts from the end)")
-        out.append(dim if kind != "part" else shape[axis])
     return [tuple(out)]
 
 
@@ -355,5 +356,4 @@ def positional(ctx: DimContext) -> list[Dims]:
 
 __all__ = ["DimContext", "DimRule", "Operand", "adaptive", "attention", "broadcast", "concat",
            "describe", "elementwise", "embedding", "expand", "gather", "matmul", "padded",
-           "positional", "recurrent", "reduce", "resized", "reshape", "slice_", "slice_axes",
-           "transpose", "windowed"]
+           "positional", "recurrent", "reduce", "resized", "reshape", "transpose", "windowed"]

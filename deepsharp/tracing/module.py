@@ -34,7 +34,7 @@ def _inputs(examples: Any, names: Sequence[str] | None) -> tuple[list[str], list
     return list(named), list(named.values())
 
 
-def _axis_names(axis_names: Any, names: list[str]) -> list[AxisNames]:
+def normalize_axis_names(axis_names: Any, names: list[str]) -> list[AxisNames]:
     """One mapping for every input (int keys), one per input name (str keys), or a list."""
     if axis_names is None:
         return [{} for _ in names]
@@ -64,7 +64,7 @@ def trace_module(module: "Module", examples: Any, axis_names: Any = None, *,
     """Trace `module`'s evaluation pass (`call(*inputs)`, by default `module.forward`) on
     `examples`; see `Module.trace`."""
     names, arrays = _inputs(examples, input_names)
-    per_input = _axis_names(axis_names, names)
+    per_input = normalize_axis_names(axis_names, names)
     was_training = module.training
     module.eval()
     try:
@@ -78,4 +78,4 @@ def trace_module(module: "Module", examples: Any, axis_names: Any = None, *,
         module.train(was_training)
 
 
-__all__ = ["trace_module"]
+__all__ = ["normalize_axis_names", "trace_module"]

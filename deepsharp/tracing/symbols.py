@@ -58,6 +58,8 @@ class Sym:
 
     def __str__(self) -> str:
         parts = ([str(self.coef)] if self.coef != 1 else []) + [a.name for a in self.atoms]
+        if len(parts) > 1:  # a derived atom (steps-1) in a product: batch*(steps-1)
+            parts = [f"({p})" if "+" in p or "-" in p else p for p in parts]
         return "*".join(parts)
 
 

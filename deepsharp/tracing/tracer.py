@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import itertools
 from typing import Any, Callable, Mapping, Sequence
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from deepsharp.errors import OpError, TraceErrorKind, TraceException
 from deepsharp.tensors import modes
 from deepsharp.tensors.tensor import Record, Tensor, _as_array
+from deepsharp.tensors.weak import WeakIdKeyDictionary
 from deepsharp.tracing.constants import Constants
-from deepsharp.tracing.dims import DimContext, Operand, positional, slice_axes
+from deepsharp.tracing.dims import DimContext, Operand, derived_name, positional
+from deepsharp.tracing.slices import slice_axes
 from deepsharp.tracing.graph import TraceGraph, TraceOp, TraceValue
 from deepsharp.tracing.model import TracedModel
-from deepsharp.tracing.symbols import Atom, Sym, describe, examples
+from deepsharp.tracing.symbols import Atom, Dims, Sym, describe, examples, symbolic
 
 Kind = TraceErrorKind
 
@@ -55,22 +56,19 @@ NOT_TRACEABLE: dict[str, str] = {
 }
 
 
-def _full_slice(record: Record) -> bool:
-    return all(k == "full" for k in slice_axes(record.inputs[0].shape, record.attrs))
-
-
 # Records whose result is its (traced) input's values unchanged: no node is written and the result
-# shares the input's value (a copy of a traced tensor keeps its identity).
-ALIASES: dict[str, Callable[[Record], bool]] = {
-    "copy": lambda r: True,
-    "reshape": lambda r: r.shapes[0] == r.inputs[0].shape,
-    "expand": lambda r: r.shapes[0] == r.inputs[0].shape,
-    "transpose": lambda r: tuple(r.attrs["perm"]) == tuple(range(len(r.attrs["perm"]))),
-    "slice": _full_slice,
-    "cast": lambda r: r.dtypes[0] == r.inputs[0].dtype,
-    "sum": lambda r: not r.attrs["axes"],
-    "mean": lambda r: not r.attrs["axes"],
-    "max": lambda r: not r.attrs["axes"],
+# shares the input's value (a copy of a traced tensor keeps its identity). Each test reads the
+# record and the traced input's symbolic dims (a slice is whole only if it is at every size).
+ALIASES: dict[str, Callable[[Record, Dims], bool]] = {
+    "copy": lambda r, d: True,
+    "reshape": lambda r, d: r.shapes[0] == r.inputs[0].shape,
+    "expand": lambda r, d: r.shapes[0] == r.inputs[0].shape,
+    "transpose": lambda r, d: tuple(r.attrs["perm"]) == tuple(range(len(r.attrs["perm"]))),
+    "slice": lambda r, d: all(k == "full" for k in slice_axes(d, r.attrs)),
+    "cast": lambda r, d: r.dtypes[0] == r.inputs[0].dtype,
+    "sum": lambda r, d: not r.attrs["axes"],
+    "mean": lambda r, d: not r.attrs["axes"],
+    "max": lambda r, d: not r.attrs["axes"],
 }
 
 
@@ -92,12 +90,13 @@ class Tracer:
     def __init__(self) -> None:
         self._state = "new"
         self._hook_cm: Any = None
-        self._values: WeakKeyDictionary[Tensor, int] = WeakKeyDictionary()
+        self._values: WeakIdKeyDictionary[Tensor, int] = WeakIdKeyDictionary()
         self._graph = TraceGraph()
         self._ids = itertools.count()
         self._calls = itertools.count(1)
         self._symbols: dict[str, Atom] = {}
         self._atoms: list[Atom] = []
+        self._derived: dict[tuple[Sym, int, int], Atom] = {}  # ceil((base + d) / stride) -> atom
         self._names: set[str] = set()
         self._constants = Constants(self._new_constant, self._rename_constant)
         self._nodes: dict[str, Any] = {}
@@ -281,15 +280,19 @@ class Tracer:
                                f"tensor operations (values may be read after finish())")
 
     def on_write(self, tensor: Tensor, what: str) -> None:
+        """Only a write the tensors refuse reaches a traced tensor here (`what` says why):
+        the others are recorded (`setitem`, `add`, ...)."""
         if tensor in self._values:
-            raise self._refuse(Kind.IN_PLACE_MUTATION, f"{what} writes into a traced tensor "
-                               f"({self._origin(tensor)}): a graph records operations, not writes "
-                               f"into storage; make a new tensor instead (y = x * mask)")
+            raise self._refuse(Kind.IN_PLACE_MUTATION, f"{what} (the tensor written is traced: "
+                               f"{self._origin(tensor)})")
 
     def on_alias(self, source: Tensor, result: Tensor, what: str) -> None:
         vid = self._values.get(source)
         if vid is not None:
             self._values[result] = vid
+        # a constant written in place by a recorded write: the graph holds its values from
+        # before for the operations that used it, and the write's result after
+        self._constants.refresh(result)
 
     def on_no_grad(self) -> None:
         raise self._refuse(Kind.NO_GRAD_IN_TRACE, "no_grad() while tracing: results computed "
@@ -303,15 +306,18 @@ class Tracer:
         return f"{describe(value.dims)}, made by {self._graph.ops[value.op].label}"
 
     def on_record(self, record: Record, outputs: Sequence[Tensor]) -> None:
+        if not record.inputs and record.op not in self._nodes:
+            return  # made from no tensor (arange) and not mapped: a constant
         number = next(self._calls)
         label = f"{record.op} (operation {number})"
         if record.op in NOT_TRACEABLE:
             raise self._refuse(Kind.UNSUPPORTED_OPERATION, f"{label}: {NOT_TRACEABLE[record.op]}")
         alias = ALIASES.get(record.op)
-        if alias is not None and alias(record):
-            (source,) = (t for t in record.inputs if t in self._values)
-            self._values[outputs[0]] = self._values[source]
-            return
+        if alias is not None:
+            source = next(t for t in record.inputs if t in self._values)
+            if alias(record, self._graph.values[self._values[source]].dims):
+                self._values[outputs[0]] = self._values[source]
+                return
         if record.op not in self._nodes:
             raise self._refuse(Kind.UNSUPPORTED_OPERATION, f"{label}: primitive {record.op!r} has "
                                f"no mapping to ONNX nodes, so it cannot be traced; mapped: "
@@ -334,16 +340,26 @@ class Tracer:
             ids.append(vid)
         out_ids = [next(self._ids) for _ in outputs]
 
-        def make_atom(output: int, axis: int, size: int) -> Atom:
-            atom = Atom(f"{record.op}{number}_{axis}", size, len(self._atoms), out_ids[output],
-                        axis)
+        def make_atom(output: int, axis: int, size: int, name: str | None = None) -> Atom:
+            atom = Atom(name or f"{record.op}{number}_{axis}", size, len(self._atoms),
+                        out_ids[output], axis)
             self._atoms.append(atom)
             return atom
 
+        def derived_atom(base: Sym, d: int, stride: int, output: int, axis: int,
+                         create: bool) -> Atom | None:
+            key = (base, d, stride)
+            if key not in self._derived and create:
+                self._derived[key] = make_atom(output, axis, record.shapes[output][axis],
+                                               derived_name(base, d, stride))
+            return self._derived.get(key)
+
         ctx = DimContext(record.op, label, dict(record.attrs), operands, record.shapes,
-                         lambda: list(self._atoms), make_atom)
+                         lambda: list(self._atoms), make_atom, derived_atom)
         rule = self._rules.get(record.op) or positional
         results = rule(ctx)
+        if not record.inputs and not any(symbolic(dims) for dims in results):
+            return  # made from no tensor, at fixed sizes: a constant like any other
         index = len(self._graph.ops)
         for vid, dims, shape, dtype, tensor in zip(out_ids, results, record.shapes, record.dtypes,
                                                    outputs):
@@ -352,8 +368,8 @@ class Tracer:
                               f"of shape {tuple(shape)}")
             self._graph.values[vid] = TraceValue(vid, dims, np.dtype(dtype), "result", op=index)
             self._values[tensor] = vid
-        self._graph.ops.append(TraceOp(record.op, dict(record.attrs), tuple(ids), tuple(out_ids),
-                                       label))
+        # the rule may have noted what it decided for the writer (`_`-keys of ctx.attrs)
+        self._graph.ops.append(TraceOp(record.op, ctx.attrs, tuple(ids), tuple(out_ids), label))
 
     # -- constants ---------------------------------------------------------------------------------
     def _new_constant(self, array: np.ndarray, name: str | None) -> int:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -43,7 +44,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, TypeProto
 
-from deepsharp_export_onnx.errors import AnnotationViolation, BoundBy
+from deepsharp_export_onnx.errors import AnnotationViolation, BoundBy, ModelRunError
 
 Engine = Literal["auto", "onnxruntime", "reference"]
 ENGINES: tuple[str, ...] = ("auto", "onnxruntime", "reference")
@@ -108,6 +109,7 @@ def run_annotation_check(model: ModelProto | bytes | str | os.PathLike, feeds: d
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; received {engine!r}")
     model = load_model(model)
     feeds = validated_feeds(model.graph, feeds)
+    _refuse_invalid(model)
     binder = Binder()
     hybrid = [node for node in model.graph.node if has_annotated_body(node)]
     if engine == "auto" and importlib.util.find_spec("onnxruntime") is None:
@@ -120,7 +122,7 @@ def run_annotation_check(model: ModelProto | bytes | str | os.PathLike, feeds: d
     # Imported here: the engines import this module for the rule and the annotation reader.
     from deepsharp_export_onnx.check import engines
 
-    fallback = ""
+    fallback, refused = "", None
     if engine != "reference":
         try:
             _reporting_faults(engines.check_on_runtime, model, feeds, binder, _engine_name(engine, hybrid))
@@ -128,14 +130,35 @@ def run_annotation_check(model: ModelProto | bytes | str | os.PathLike, feeds: d
             if engine == "onnxruntime":
                 raise
             # e.g. a body annotation of the wrong rank: the stripped copy keeps body ranks.
-            fallback, engine, binder = str(refusal), "reference", Binder()
+            fallback, engine, binder, refused = str(refusal), "reference", Binder(), refusal
     used = _engine_name(engine, hybrid)
     if engine == "reference":
-        _reporting_faults(engines.check_on_reference, model, feeds, binder, used)
+        try:
+            _reporting_faults(engines.check_on_reference, model, feeds, binder, used)
+        except ModelRunError as error:
+            if refused is None:
+                raise
+            # Neither engine ran it: Runtime's error is the clearer news, the evaluator's follows.
+            raise ModelRunError(f"{refused}\nthe onnx reference evaluator could not run it either: "
+                                f"{error}", node=refused.node or error.node) from error
     if binder.faults:
         raise binder.violation(used)
     labels = tuple(node_label(n) for n in hybrid) if used == "onnxruntime+reference" else ()
     return AnnotationReport(dict(binder.bindings), used, binder.checks, labels, fallback)
+
+
+def _refuse_invalid(model: ModelProto) -> None:
+    """A graph ONNX Runtime refuses or reads differently (a value produced twice, a 0/1 flag
+    holding 2, an axis out of range, sizes past the limits) is not run at all: the permissive
+    reference evaluator would otherwise run it, slowly or wrongly, in Runtime's place."""
+    from deepsharp_export_onnx.read.validate import graph_faults
+
+    faults = graph_faults(model)
+    if faults:
+        node = re.search(r"node '([^']*)' \((\w+)\)", faults[0])
+        raise ModelRunError("the model is not valid ONNX, so it is not run:\n"
+                            + "\n".join(f"  - {fault}" for fault in faults),
+                            node=f"{node.group(2)} {node.group(1)!r}" if node else "")
 
 
 def _engine_name(engine: str, hybrid: list) -> str:
@@ -295,12 +318,22 @@ def initializer_names(graph: GraphProto) -> list[str]:
 
 
 def load_model(model: ModelProto | bytes | str | os.PathLike) -> ModelProto:
-    """A ModelProto from itself, serialized bytes, or a path (external data loaded)."""
-    if isinstance(model, ModelProto):
-        return model
-    if isinstance(model, (bytes, bytearray)):
-        return onnx.load_from_string(bytes(model))
-    return onnx.load(os.fspath(model))
+    """A ModelProto from itself, serialized bytes, or a path: a regular file (a FIFO is refused
+    without blocking), its external data read from its folder and confined to it, as the
+    importer does (`read/source.py`); bytes or a ModelProto naming external data are refused,
+    so Runtime is never handed locations to resolve against the working folder. Anything else
+    is a ModelUnreadable naming the fault."""
+    from deepsharp_export_onnx.errors import ImportRefused, ModelUnreadable
+    from deepsharp_export_onnx.read.source import load_external_data, model_and_folder
+
+    try:
+        proto, folder = model_and_folder(model, None)
+        load_external_data(proto, folder)
+    except ImportRefused as refusal:
+        raise ModelUnreadable(refusal.faults) from None
+    if not proto.graph.node and not proto.graph.output:
+        raise ModelUnreadable(["it holds no graph (an empty file parses as an empty model)"])
+    return proto
 
 
 def validated_feeds(graph: GraphProto, feeds: dict) -> dict[str, np.ndarray]:

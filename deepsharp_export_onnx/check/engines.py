@@ -13,6 +13,7 @@ body values are checked in their place in the run (between their node's inputs a
 
 from __future__ import annotations
 
+import re
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from onnx import GraphProto, ModelProto, TypeProto
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpFunction
 
+from deepsharp_export_onnx.errors import AnnotationViolation, ModelRunError
 from deepsharp_export_onnx.check.annotations import (
     Annotation,
     Binder,
@@ -108,12 +110,26 @@ def _dense(sparse: onnx.SparseTensorProto) -> np.ndarray:
 
 
 def _runtime_values(model: ModelProto, feeds: dict[str, np.ndarray], expose: list[str]) -> dict[str, object]:
-    """Run an annotation-free copy of `model` on Runtime; return its outputs plus `expose`."""
+    """Run `model` on Runtime with its shape annotations made anonymous; return its outputs plus
+    `expose`.
+
+    First every declared axis is made anonymous but ranks are kept: Runtime's start-up cost
+    stays that of the model as written (with no annotations at all it re-derives shapes at a
+    cost that grows with the square of a chain of shape computations: 4,000 nodes, 10 s against
+    1.5 s). Where a declared rank is wrong and Runtime refuses that copy, the run is retried with
+    no annotations at all; if that fails too, Runtime's own error is the news (RuntimeRefused)."""
+    try:
+        return _run_stripped(model, feeds, expose, keep_rank=True)
+    except RuntimeRefused:
+        return _run_stripped(model, feeds, expose, keep_rank=False)
+
+
+def _run_stripped(model: ModelProto, feeds: dict, expose: list[str], keep_rank: bool) -> dict[str, object]:
     import onnxruntime
 
     copy = ModelProto()
     copy.CopyFrom(model)
-    strip_shapes(copy.graph)
+    strip_shapes(copy.graph, keep_rank=keep_rank, main=True)
     for function in copy.functions:  # Runtime trusts shapes declared in bodies, even in functions
         del function.value_info[:]
         for body in (b for node in function.node for b in bodies(node)):
@@ -129,22 +145,46 @@ def _runtime_values(model: ModelProto, feeds: dict[str, np.ndarray], expose: lis
         names = [o.name for o in session.get_outputs()]
         return dict(zip(names, session.run(names, feeds)))
     except Exception as error:  # Runtime's error classes have no stable import path
-        raise RuntimeRefused(f"ONNX Runtime could not run the model (shape annotations removed): {str(error).strip()}") from error
+        text = str(error).strip()
+        node = _node_named_in(text, model.graph)
+        where = f" at {node}" if node else ""
+        raise RuntimeRefused(f"ONNX Runtime could not run the model{where} (shape annotations "
+                             f"removed): {text}", node=node) from error
 
 
-class RuntimeRefused(RuntimeError):
+# How Runtime names the node in its errors: "Node (n3) Op (Reshape)", "running Reshape node.
+# Name:'n3'", "(op_type:Reshape, node name: n3)".
+_NODE_IN_ERROR = re.compile(r"Node \(([^)]*)\)|node\. Name:'([^']*)'|node name: ([^\s),]+)")
+
+
+def _node_named_in(text: str, graph: GraphProto) -> str:
+    """The label of the main-graph node Runtime's error names, or ""."""
+    by_name = {node.name: node for node in graph.node if node.name}
+    for match in _NODE_IN_ERROR.finditer(text):
+        name = next(group for group in match.groups() if group is not None)
+        if name in by_name:
+            return node_label(by_name[name])
+    return ""
+
+
+class RuntimeRefused(ModelRunError):
     """ONNX Runtime could not load or run the annotation-free copy of the model."""
 
 
-def strip_shapes(graph: GraphProto, keep_rank: bool = False) -> None:
+def strip_shapes(graph: GraphProto, keep_rank: bool = False, main: bool = False) -> None:
     """Remove the shape annotations of `graph` and its bodies, keeping element types.
 
     Bodies keep their inputs' and outputs' ranks, with every axis made anonymous: Runtime needs
     ranks there (Loop's scalar inputs, Scan's outputs) and an anonymous axis asserts nothing.
+    With `keep_rank` the main graph's value_info stays too, each axis anonymous (`main`).
     """
     for info in (*graph.input, *graph.output):
         _clear_shape(info.type, keep_rank)
-    del graph.value_info[:]
+    if main and keep_rank:
+        for info in graph.value_info:
+            _clear_shape(info.type, keep_rank)
+    else:
+        del graph.value_info[:]
     for node in graph.node:
         for body in bodies(node):
             strip_shapes(body, keep_rank=True)
@@ -195,9 +235,9 @@ def _check_node_on_reference(model: ModelProto, node: onnx.NodeProto, context: d
     try:
         results = _run_checking(evaluator, context, _Run(binder, stop_after_entry=False))
     except Exception as error:
-        raise RuntimeError(
+        raise ModelRunError(
             f"the onnx reference evaluator could not run {node_label(node)}, which ONNX Runtime ran, "
-            f"so its bodies cannot be checked: {error}"
+            f"so its bodies cannot be checked: {error}", node=node_label(node)
         ) from error
     return dict(zip([o.name for o in outputs], results or ()))
 
@@ -210,7 +250,7 @@ def _same_shapes(node: onnx.NodeProto, reference: dict, runtime: dict) -> None:
         if name in runtime and shape_of(reference[name]) != shape_of(runtime[name])
     ]
     if differ:
-        raise RuntimeError(
+        raise ModelRunError(
             f"the onnx reference evaluator and ONNX Runtime disagree on the outputs of {node_label(node)} "
             f"({'; '.join(differ)}), so its bodies cannot be checked; engine='reference' checks the "
             "whole model on the reference evaluator"
@@ -221,8 +261,26 @@ def _same_shapes(node: onnx.NodeProto, reference: dict, runtime: dict) -> None:
 
 
 def check_on_reference(model: ModelProto, feeds: dict[str, np.ndarray], binder: Binder) -> None:
-    """Run the whole model on the reference evaluator, checking each value as it appears."""
-    _run_checking(CheckingEvaluator(model), feeds, _Run(binder, stop_after_entry=True))
+    """Run the whole model on the reference evaluator, checking each value as it appears. Any
+    failure of the evaluator (its TypeError, KeyError, ZeroDivisionError...) is a ModelRunError
+    naming the node it ran, never a traceback of the evaluator's own."""
+    try:
+        evaluator = CheckingEvaluator(model)
+    except Exception as error:  # an op it does not know, an attribute it cannot take
+        raise ModelRunError(f"the onnx reference evaluator could not load the model: "
+                            f"{type(error).__name__}: {_short(error)}") from error
+    try:
+        _run_checking(evaluator, feeds, _Run(binder, stop_after_entry=True))
+    except (ModelRunError, AnnotationViolation):
+        raise
+    except Exception as error:
+        raise ModelRunError(f"the onnx reference evaluator could not run the model: "
+                            f"{type(error).__name__}: {_short(error)}") from error
+
+
+def _short(error: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 @dataclass
@@ -312,6 +370,12 @@ def _reporting(node, run, evaluator: CheckingEvaluator):
         active.muted += function
         try:
             outputs = run(*args, **kwargs)
+        except (ModelRunError, AnnotationViolation, _PreconditionBroken):
+            raise
+        except Exception as error:  # the evaluator's own failure, named by the node it ran
+            raise ModelRunError(f"the onnx reference evaluator failed at {node_label(proto)}: "
+                                f"{type(error).__name__}: {_short(error)}",
+                                node=node_label(proto)) from error
         finally:
             active.stack.pop()
             active.muted -= function

@@ -8,40 +8,63 @@ and their slot values loaded. Layers that only act in training (dropout) leave n
 exporter records them in the metadata and the importer puts them back where they were, so the
 network trains as it did and exports to the same bytes.
 
-The graph's input annotation stays with the network as a precondition: a batch that breaks it is
-refused with the `AnnotationViolation` the annotation checker would raise.
+Before any reader, the graph is normalised (`normalise/`): constants folded, shapes inferred,
+no-ops dropped, decompositions fused, so a reader meets one form of each layer whatever wrote the
+graph. A graph taking channels-first images or series gives a network that takes them so too
+(`ends.py`).
+
+The graph's input annotation stays with the network as a precondition (its batch, and a series'
+steps, symbolic): a batch that breaks it is refused with the `AnnotationViolation` the
+annotation checker would raise.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, BinaryIO
+import os
+from typing import BinaryIO
 
 import numpy as np
 import onnx
 
-from deepsharp.errors import SpecError
-from deepsharp.layers.base import LayerSpec, make_spec, parse_spec
+from deepsharp.errors import DeepsharpError, ShapeError, SpecError
+from deepsharp.io import FREE_ELEMENTS
+from deepsharp.layers.base import LayerSpec, allocation_budget, make_spec, parse_spec
 from deepsharp.layers.composite import insert_at, replace_at, spec_at
+from deepsharp.layers.data_format import FromChannelsFirst, ToChannelsFirst
 from deepsharp.losses import Loss
 from deepsharp.network import Network
 from deepsharp.random import RandomStream
 from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
 from deepsharp_export_onnx.check.annotations import InputContract, declared_dims
-from deepsharp_export_onnx.errors import ImportRefused
+from deepsharp_export_onnx.errors import ImportRefused, OnnxError
+from deepsharp_export_onnx.read.source import load_external_data, model_and_folder
+from deepsharp_export_onnx.read.validate import validate
 from deepsharp_export_onnx.write.export import (
     META_FEATURES, META_SHAPE, META_TRAINING_ONLY, META_TRAINING_SETTINGS,
 )
 from deepsharp_export_onnx.read.readers import (
     FORK_READERS, PATTERN_READERS, READERS, GraphView, Read, Reading, Unreadable,
 )
+from deepsharp_export_onnx.read.preparation import split_preparation
+from deepsharp_export_onnx.read.ends import (
+    DATA_FORMATS, Ends, contract_dims, ends, example_shapes,
+)
+from deepsharp_export_onnx.read.normalise import normalise
 from deepsharp_export_onnx.read.readers.outputs import OUTPUT_READERS
 from layout import Order
 
 
+NO_READER = "no reader for op type"
+
+
 def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec], list[dict]]:
-    """Read the nodes from `r.value` to `stop` as a stack of layers (faults collected)."""
+    """Read the nodes from `r.value` to `stop` as a stack of layers (faults collected).
+
+    After a refused node the walk goes on from its output when one value leads on; otherwise
+    (a recurrent node's several outputs) it stops, and the nodes after the refused one are not
+    refused again for being off the way."""
     specs: list[LayerSpec] = []
     slots: list[dict[str, np.ndarray]] = []
     view = r.view
@@ -53,12 +76,19 @@ def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec
             break
         try:
             read = _read_one(consumers, r)
-        except Unreadable as error:
+        except (Unreadable, *_STRAY) as error:  # a stray error is a reader's bug: name the node
+            if not isinstance(error, Unreadable):
+                error = r.unreadable(consumers[0], f"the reader failed on it ({type(error).__name__}: "
+                                                   f"{str(error)[:200]})")
             faults.append(str(error))
-            node = consumers[0]
-            view.consume(node)
-            r.value = node.output[0]
-            continue
+            node = error.node if error.node is not None else consumers[0]
+            view.consume(*view.between(start, node), node)
+            going_on = [o for o in node.output if o and (view.open_consumers(o) or o == stop)]
+            if len(going_on) == 1 and len([o for o in node.output if o]) == 1:
+                r.value = going_on[0]
+                continue
+            view.consume(*view.after(node))
+            break
         view.consume(*read.nodes)
         specs += read.specs
         slots += read.slots
@@ -74,6 +104,12 @@ def read_chain(r: Reading, stop: str, faults: list[str]) -> tuple[list[LayerSpec
     return specs, slots
 
 
+# What a reader can raise on a graph the validation let through but the reader did not expect:
+# each becomes a fault naming the node (a safety net; the checks belong in validate.py).
+_STRAY = (ValueError, IndexError, KeyError, TypeError, AttributeError, ArithmeticError,
+          RecursionError, AssertionError)
+
+
 def _read_one(consumers: list[onnx.NodeProto], r: Reading) -> Read:
     if len(consumers) > 1:
         for fork_reader in FORK_READERS:
@@ -87,72 +123,140 @@ def _read_one(consumers: list[onnx.NodeProto], r: Reading) -> Read:
             return read
     reader = READERS.get(node.op_type)
     if reader is None:
-        raise Unreadable(f"{GraphView.label(node)}: no reader for op type {node.op_type}; "
-                         f"readable: {', '.join(sorted(READERS))}")
+        raise r.unreadable(node, f"{NO_READER} {node.op_type}: no layer is read from it alone"
+                                 f"{_pattern_hint(node.op_type)}")
     return reader(node, r)
+
+
+def _pattern_hint(op_type: str) -> str:
+    """For an op type read only as part of patterns: which."""
+    patterns = PATTERN_READERS.get(op_type)
+    if not patterns:
+        return ""
+    names = sorted({p.__name__.removeprefix("read_").replace("_", " ") for p in patterns})
+    return f" (it starts {', '.join(names)} patterns, and these nodes are none of them)"
 
 
 class OnnxFile:
     """Reads ONNX graphs as networks trained with `loss` (whose output activation the graph's
     last node must be)."""
 
-    def __init__(self, loss: Loss) -> None:
+    def __init__(self, loss: Loss, output: str | None = None,
+                 data_format: str | None = None) -> None:
+        """Args:
+            loss: the loss the network is trained with; the graph's last node must be its
+                output activation (a Sigmoid for BinaryCrossEntropy, ...).
+            output: the graph output to read, for a graph with several (a classifier's label
+                and probabilities); None for a graph with one.
+            data_format: None to take and give values in the order the graph does (a PyTorch
+                CNN's images channels-first), or "channels_last" / "channels_first" to choose.
+        """
         if not isinstance(loss, Loss) or OUTPUT_READERS.lookup(loss) is None:
-            raise TypeError(f"OnnxFile: loss must be one of {OUTPUT_READERS.names()}, received "
-                            f"{loss!r}")
+            raise ImportRefused([f"loss must be one of {OUTPUT_READERS.names()}, received {loss!r}"],
+                                headline="OnnxFile: bad arguments")
+        if output is not None and not isinstance(output, str):
+            raise ImportRefused([f"output must be the name of a graph output, received "
+                                 f"{output!r}"], headline="OnnxFile: bad arguments")
+        if data_format not in (None, *DATA_FORMATS):
+            raise ImportRefused([f"data_format must be None or one of {DATA_FORMATS}, received "
+                                 f"{data_format!r}"], headline="OnnxFile: bad arguments")
         self.loss = loss
+        self.output = output
+        self.data_format = data_format
 
-    def read(self, stream: BinaryIO | bytes | onnx.ModelProto) -> Network:
-        model = self._model(stream)
-        view = GraphView(model)
-        x, out, shape = self._ends(view)
+    def read(self, source: str | os.PathLike | BinaryIO | bytes | onnx.ModelProto, *,
+             folder: str | os.PathLike | None = None) -> Network:
+        """The network the graph in `source` holds.
+
+        `source` is a path (external data is read from the file's folder, confined to it), or
+        bytes, a binary stream or a ModelProto (external data only from `folder`, when given);
+        see `read/source.py` for the rule. The graph is validated (`read/validate.py`) before
+        any reader sees it; every fault is an ImportRefused naming it.
+        """
+        model, base = model_and_folder(source, folder)
+        load_external_data(model, base)
+        validate(model)
+        try:
+            return self._read(model)
+        except OnnxError:
+            raise
+        except DeepsharpError as error:  # the layers read cannot be built or filled as declared
+            raise ImportRefused([f"the layers read cannot be built as the graph declares them: "
+                                 f"{error}"]) from None
+        except (*_STRAY, MemoryError) as error:  # the last net: a fault no check foresaw
+            raise ImportRefused([f"the importer failed on this graph ({type(error).__name__}: "
+                                 f"{str(error)[:200]})"]) from error
+
+    def _read(self, model: onnx.ModelProto) -> Network:
+        model, preparation = split_preparation(model)  # raw rows' steps, if any
+        view = GraphView(normalise(model, self.output))
+        end = ends(view, self.data_format)
         faults: list[str] = []
         try:
-            before = OUTPUT_READERS.lookup(self.loss)(view, out.name)
+            before = OUTPUT_READERS.lookup(self.loss)(view, end.output.name)
         except Unreadable as error:
             raise ImportRefused([str(error)]) from None
-        reading = Reading(view, x.name, Order.CHANNELS_LAST, rank=shape.rank + 1)
+        reading = Reading(view, end.input.name, end.order, rank=len(end.dims))
         specs, slots = read_chain(reading, before, faults)
         faults += [f"{GraphView.label(n)}: not on the way from the input to the output"
                    for n in view.unconsumed()]
         if faults:
+            if any(NO_READER in f for f in faults):
+                faults.append(f"op types read: {', '.join(sorted(READERS))}; and in patterns: "
+                              f"{', '.join(sorted(set(PATTERN_READERS) - set(READERS)))}")
             raise ImportRefused(faults)
+        specs, slots = self._turns(end, reading, specs, slots)  # first: places count them
         specs, slots = self._training_only(view, specs, slots)
         stack = self._training_settings(view, Sequential(layers=tuple(specs)))
-        network = stack.lower(shape, RandomStream(0))
+        network = self._lower(view, end, stack)
         state = {f"{i}.{name}": value for i, s in enumerate(slots) for name, value in s.items()}
         network.load_state_dict(state, strict=True)
         features = json.loads(view.metadata[META_FEATURES]) if META_FEATURES in view.metadata else None
-        contract = InputContract(x.name, declared_dims(x.type))
-        return network.with_features(features).with_input_check(contract)
+        contract = InputContract(end.input.name, contract_dims(
+            end.as_taken(declared_dims(end.input.type)), self._series_axis(end, network)))
+        return network.with_features(features).with_input_check(contract).with_preparation(
+            preparation)
 
     # -- the parts -------------------------------------------------------------------------------
     @staticmethod
-    def _model(stream: Any) -> onnx.ModelProto:
-        if isinstance(stream, onnx.ModelProto):
-            return stream
-        data = stream if isinstance(stream, (bytes, bytearray)) else stream.read()
-        try:
-            return onnx.load_from_string(bytes(data))
-        except Exception as error:  # protobuf's DecodeError and friends
-            raise ImportRefused([f"not an ONNX model: {error}"]) from None
+    def _turns(end: Ends, reading: Reading, specs: list, slots: list) -> tuple[list, list]:
+        """The data format chosen at both ends: a network taking channels-first values starts by
+        turning them (and gives them back channels-first when its output has places)."""
+        if not end.take_first:
+            return specs, slots
+        specs, slots = [FromChannelsFirst(), *specs], [{}, *slots]
+        if reading.rank >= 3 and (reading.order is Order.CHANNELS_FIRST or not end.graph_first):
+            specs, slots = [*specs, ToChannelsFirst()], [*slots, {}]
+        return specs, slots
 
     @staticmethod
-    def _ends(view: GraphView) -> tuple[onnx.ValueInfoProto, onnx.ValueInfoProto, Shape]:
-        inputs, outputs = view.inputs, list(view.graph.output)
-        if len(inputs) != 1 or len(outputs) != 1:
-            raise ImportRefused([f"a network reads one input and gives one output; this graph has "
-                                 f"inputs {[i.name for i in inputs]} and outputs "
-                                 f"{[o.name for o in outputs]}"])
-        x = inputs[0]
-        dims = view.dims(x.name)
-        if dims is None or len(dims) < 2:
-            raise ImportRefused([f"input {x.name!r} must be annotated (batch, ...), received {dims}"])
-        if META_SHAPE in view.metadata:
-            shape = Shape.parse(view.metadata[META_SHAPE])
-        else:  # an axis left symbolic takes size 1 as its example
-            shape = Shape(*(d if isinstance(d, int) and d > 0 else 1 for d in dims[1:]))
-        return x, outputs[0], shape
+    def _lower(view: GraphView, end: Ends, stack: Sequential) -> Network:
+        """Lowered for the exporter's example shape, else for the input's dims (a symbolic axis
+        at the first example length the layers take)."""
+        failure = None
+        example = tuple(Shape.parse(view.metadata[META_SHAPE])) if META_SHAPE in view.metadata \
+            else None
+        shapes = example_shapes(end.example_dims(example))
+        held = sum(int(v.size) for v in view.initializers.values())
+        for dims in shapes:
+            try:
+                with allocation_budget(held + FREE_ELEMENTS):  # no shape outgrows the file
+                    return stack.lower(Shape(*dims), RandomStream(0))
+            except (ShapeError, SpecError) as error:
+                failure = error
+        raise ImportRefused([f"the layers read ({stack}) cannot be built for the graph's input "
+                             f"{end.input.name!r} of dims {list(end.dims)}: {failure}"])
+
+    @staticmethod
+    def _series_axis(end: Ends, network: Network) -> int | None:
+        """The graph input's steps axis, for a network over series (ids, or steps x channels)."""
+        steps = network.steps
+        ids = bool(steps) and steps[0].spec.input_dtype == "int64"
+        if ids and len(end.dims) == 2:
+            return 1
+        if len(end.dims) == 3:
+            return 2 if end.take_first else 1
+        return None
 
     @staticmethod
     def _training_only(view: GraphView, specs: list[LayerSpec], slots: list[dict]):

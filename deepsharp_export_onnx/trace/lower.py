@@ -11,7 +11,6 @@ for products, `Concat` with the fixed sizes.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -51,6 +50,12 @@ class TraceEmit(Emit):
         value = self._value(self.op.inputs[index])
         return value.array if value.kind == "constant" else None
 
+    def size(self, dim: Any) -> str:
+        return self.lowering.size(dim) if isinstance(dim, Sym) else super().size(dim)
+
+    def dtype_of(self, index: int) -> np.dtype:
+        return self._value(self.op.inputs[index]).dtype
+
     def annotate_as(self, name: str, *, operand: int | None = None, result: int | None = None,
                     perm: Sequence[int] | None = None) -> None:
         value = self._value(self.op.inputs[operand] if operand is not None
@@ -58,8 +63,15 @@ class TraceEmit(Emit):
         dims = value.dims if perm is None else tuple(value.dims[p] for p in perm)
         self.tape.annotate(name, onnx_dims(dims), elem_type(value.dtype))
 
-    def promoted(self, inputs: Sequence[str], skip: Sequence[int] = ()) -> list[str]:
-        target = self._value(self.op.outputs[0]).dtype
+    def dtype(self, index: int) -> np.dtype:
+        return self._value(self.op.inputs[index]).dtype
+
+    def result_dtype(self, index: int = 0) -> np.dtype:
+        return self._value(self.op.outputs[index]).dtype
+
+    def promoted(self, inputs: Sequence[str], skip: Sequence[int] = (), to: Any = None
+                 ) -> list[str]:
+        target = self._value(self.op.outputs[0]).dtype if to is None else np.dtype(to)
         result = []
         for index, name in enumerate(inputs):
             value = self._value(self.op.inputs[index])
@@ -128,7 +140,8 @@ class Lowering:
             if name is None:
                 name = self.fresh(f"const_{self.counts['const']}")
                 self.counts["const"] += 1
-            self.names[vid] = self.tape.initializer(name, value.array)
+            self.names[vid] = self.tape.initializer(name, value.array,
+                                                    weight=value.name is not None)
         return self.names[vid]
 
     # -- the walk -----------------------------------------------------------------------------------
@@ -220,10 +233,8 @@ class Lowering:
 def opset_faults(tape: Tape, max_opset: int | None) -> list[str]:
     if max_opset is None:
         return []
-    from deepsharp_export_onnx import opsets
-
     return [f"{node.owner}: node {node.name!r} ({node.op_type}) needs operator set "
-            f"{opsets.needs(node.op_type, node.attrs)}, above max_opset {max_opset}"
+            f"{tape.node_needs(node)}, above max_opset {max_opset}"
             for node in tape.nodes_needing_more_than(max_opset)]
 
 
@@ -238,59 +249,3 @@ def traced_model_proto(graph: TraceGraph, *, max_opset: int | None = None,
     inputs = [graph.values[v].name for v in graph.inputs]
     return lowering.tape.to_model(inputs, outputs, metadata=metadata, graph_name=GRAPH_NAME,
                                   producer=("deepsharp", deepsharp.__version__))
-
-
-# -- OnnxExport of a network written as code ------------------------------------------------------
-
-def example_sizes(fixed: set[int], count: int) -> list[int]:
-    """`count` distinct example sizes for symbols, avoiding every fixed size of the model (a
-    symbol whose example size equals a fixed size could be mistaken for it)."""
-    sizes: list[int] = []
-    n = 3
-    while len(sizes) < count:
-        if n not in fixed and all(n % p for p in range(2, int(n ** 0.5) + 1)):
-            sizes.append(n)
-        n += 1
-    return sizes
-
-
-def export_module(exporter: Any, module: Any, loss: Any) -> onnx.ModelProto:
-    """What `OnnxExport.to_model` writes for a Module that is not a stack: its evaluation pass
-    traced on an example batch (the batch, and a series' steps, symbolic, as for a stack), then
-    the loss's output activation as the last node."""
-    from deepsharp.errors import TraceException
-    from deepsharp.tracing import trace_module
-    from deepsharp_export_onnx.write.export import META_FEATURES, META_SHAPE, example_dims
-    from deepsharp_export_onnx.values import Value
-
-    ids = getattr(module, "input_dtype", "float32") == "int64"
-    dims = example_dims(exporter.shape, ids=ids)  # a series of ids has symbolic steps too
-    fixed = set(exporter.shape) | {n for t in module._slots().values() for n in t.shape}
-    symbols = [d for d in dims if isinstance(d, str)]
-    size = dict(zip(symbols, example_sizes(fixed, len(symbols))))
-    shape = tuple(size[d] if isinstance(d, str) else d for d in dims)
-    if ids:
-        example = np.zeros(shape, dtype=np.int64)
-    else:
-        example = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    logits = f"{exporter.output_name}/logits"
-    try:
-        traced = trace_module(module, example, {i: d for i, d in enumerate(dims) if d in size},
-                              input_names=[exporter.input_name], output_names=[logits],
-                              call=lambda x: module.logits(x, loss))
-    except TraceException as error:
-        raise ExportRefused([f"{type(module).__name__} (traced): {error}"]) from error
-    lowering = Lowering(traced.graph)
-    lowering.run()
-    value = traced.graph.values[traced.graph.outputs[0][1]]
-    tape = lowering.tape
-    exporter._finish(tape, Value(logits, onnx_dims(value.dims), elem_type=elem_type(value.dtype)),
-                     loss)
-    faults = opset_faults(tape, exporter.max_opset)
-    if faults:
-        raise ExportRefused(faults)
-    metadata = {META_SHAPE: str(exporter.shape)}
-    if exporter.features:
-        metadata[META_FEATURES] = json.dumps(list(exporter.features))
-    return tape.to_model([exporter.input_name], [exporter.output_name], metadata=metadata,
-                         graph_name="deepsharp", producer=("deepsharp", deepsharp.__version__))

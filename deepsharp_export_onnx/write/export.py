@@ -10,13 +10,15 @@ raised as one `ExportRefused` before a single byte is written.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
-from typing import BinaryIO, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, Sequence
 
+import numpy as np
 import onnx
 from onnx import TensorProto
 
-import deepsharp
 from deepsharp.layers.base import Step
 from deepsharp.layers.composite import walk_specs
 from deepsharp.losses import Loss
@@ -25,7 +27,15 @@ from deepsharp.network import Network
 from deepsharp.shape import Shape
 from deepsharp_export_onnx.errors import ExportRefused
 from deepsharp_export_onnx.graph import Tape
+from deepsharp_export_onnx.write.names import name_faults
 from deepsharp_export_onnx.values import Value
+from deepsharp_export_onnx.write import deploy
+from deepsharp_export_onnx.write.external import ExternalData
+from deepsharp_export_onnx.write.forms import option_faults
+from deepsharp_export_onnx.write.preparation import (
+    META_PREPARATION, preparation_faults, preparation_metadata, write_preparation,
+)
+from deepsharp_export_onnx.write.report import ExportReport
 from deepsharp_export_onnx.write.writers import WRITERS, Refusal, Writing, writer_for
 from deepsharp_export_onnx.write.writers.outputs import OUTPUT_WRITERS
 from layout import Order, permute_dims, to_channels_first, to_channels_last
@@ -49,6 +59,25 @@ def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
     return (BATCH, *dims)
 
 
+def _argument_faults(shape: Shape | None, features: object, max_opset: object, input_name: object,
+                     output_name: object) -> list[str]:
+    faults = []
+    if features is not None:
+        if isinstance(features, (str, bytes)) or not isinstance(features, Sequence) \
+                or not all(isinstance(f, str) for f in features):
+            faults.append(f"features must be a list of names, received {features!r}")
+        elif shape is not None and (shape.rank == 0 or len(features) != shape[-1]):
+            width = shape[-1] if shape.rank else 0
+            faults.append(f"features names {len(features)} values, but an example of shape "
+                          f"{shape} has {width} along its last axis")
+    if max_opset is not None and (isinstance(max_opset, bool) or not isinstance(max_opset, (int, np.integer))):
+        faults.append(f"max_opset must be an integer or None, received {max_opset!r}")
+    for what, name in (("input_name", input_name), ("output_name", output_name)):
+        if not isinstance(name, str) or not name:
+            faults.append(f"{what} must be a non-empty string, received {name!r}")
+    return faults
+
+
 class OnnxExport:
     """Writes networks as ONNX graphs for examples of `shape`.
 
@@ -57,50 +86,132 @@ class OnnxExport:
         features: names of what a row is made of, written as model metadata.
         max_opset: refuse a network whose nodes need a newer operator set than this.
         input_name, output_name: the graph's input and output names.
+        prepare: a fitted preparation (`deepsharp.preparation`: a step, a Chain, or Columns)
+            written in front of the network, so the graph takes raw rows (named columns are
+            inputs of their own); by default the network's own (`network.preparation`, which a
+            graph read back carries).
+        weights: "float32", or "float16" (weights stored float16, computed in float32).
+        quantize: None, or "dynamic" (int8 weights by ONNX Runtime's `quantize_dynamic`).
+        external_data: None (the weights beside the graph, in `<name>.onnx.data`, only when the
+            graph would pass protobuf's 2 GiB), True (always, when written to a path), False
+            (never: such a graph is refused).
+        compare_on: rows (raw, as `prepare` takes them) on which `report` gives the largest
+            difference between the graph's answers in ONNX Runtime and the float32 network's.
+
+    After each export, `report` (an `ExportReport`) gives the form, the size and that difference.
+
+    For a Module written as code, which is traced (write/traced.py):
+        example: the batch the trace runs on (one array, a sequence of arrays, or a mapping
+            input name -> array) instead of one made from `shape` (then `shape` may be None).
+        axis_names: which axes are symbolic, as `Module.trace` takes them (`{0: "batch"}` for
+            every input, or one mapping per input); by default the batch and a series' steps.
+        input_names, output_names: the graph's inputs and outputs, for several of them (else
+            a mapping's keys, forward's dict keys, or `input_0`, `output_0`, ...).
     """
 
-    def __init__(self, shape: Shape, features: Sequence[str] | None = None,
+    def __init__(self, shape: Shape | None = None, features: Sequence[str] | None = None,
                  max_opset: int | None = None, input_name: str = "input",
-                 output_name: str = "output") -> None:
-        if not isinstance(shape, Shape):
-            raise TypeError(f"OnnxExport: shape must be a Shape, received {shape!r}")
+                 output_name: str = "output", *, prepare: Any = None, weights: str = "float32",
+                 quantize: str | None = None, external_data: bool | None = None,
+                 compare_on: Any = None, example: Any = None, axis_names: Any = None,
+                 input_names: Sequence[str] | None = None,
+                 output_names: Sequence[str] | None = None) -> None:
+        if shape is not None and not isinstance(shape, Shape):
+            raise ExportRefused([f"shape must be a Shape, received {shape!r}"],
+                                headline="OnnxExport: bad arguments")
+        faults = _argument_faults(shape, features, max_opset, input_name, output_name)
+        faults += option_faults(weights, quantize, external_data)
+        if faults:
+            raise ExportRefused(faults, headline="OnnxExport: bad arguments")
         self.shape = shape
         self.features = list(features) if features is not None else None
         self.max_opset = max_opset
         self.input_name = input_name
         self.output_name = output_name
+        self.prepare = prepare
+        self.weights = weights
+        self.quantize = quantize
+        self.external_data = external_data
+        self.compare_on = compare_on
+        self.report: ExportReport | None = None
+        self._plan: ExternalData | None = None  # where the weights go, while write(path) runs
+        self._front: Any = None  # the preparation of a traced network, while it is written
+        self.example = example
+        self.axis_names = axis_names
+        self.input_names = list(input_names) if input_names is not None else None
+        self.output_names = list(output_names) if output_names is not None else None
 
     # -- public API -------------------------------------------------------------------------------
-    def write(self, network: Module, loss: Loss, stream: BinaryIO) -> None:
-        """Write the graph to `stream`; a refused network writes nothing."""
+    def write(self, network: Module, loss: Loss, target: BinaryIO | str | os.PathLike) -> None:
+        """Write the graph to `target`: a binary stream, or a path (written whole or not at all;
+        the weights go beside it when the graph needs external data). A refused network writes
+        nothing."""
+        if isinstance(target, (str, os.PathLike)):
+            deploy.save(self, network, loss, Path(target))
+            return
         data = self.to_bytes(network, loss)
-        stream.write(data)
+        target.write(data)
 
     def to_bytes(self, network: Module, loss: Loss) -> bytes:
-        return self.to_model(network, loss).SerializeToString(deterministic=True)
+        model = self._model(network, loss)
+        try:
+            data = model.SerializeToString(deterministic=True)
+        except Exception as error:  # protobuf's EncodeError / ValueError past 2 GiB
+            raise ExportRefused([f"the graph cannot be one protobuf message ({error}): write it "
+                                 f"to a path, with its weights as external data"]) from None
+        self.report = deploy.report(self, data, len(data), 0, network, loss)
+        return data
 
     def to_model(self, network: Module, loss: Loss) -> onnx.ModelProto:
+        model = self._model(network, loss)
+        data = model.SerializeToString(deterministic=True) if self.compare_on is not None else b""
+        self.report = deploy.report(self, data, model.ByteSize(), 0, network, loss)
+        return model
+
+    def model_of(self, tape: Tape, inputs: Sequence[str], metadata: dict[str, str],
+                 outputs: Sequence[str] | None = None) -> onnx.ModelProto:
+        """The finished tape as the ModelProto of the form asked (float16 weights, int8 weights,
+        weights planned as external data); refused by name when the form cannot hold it.
+        `outputs`: the graph's outputs (by default the one `output_name`)."""
+        return deploy.finish(self, tape, inputs, metadata,
+                             [self.output_name] if outputs is None else outputs)
+
+    # -- the network --------------------------------------------------------------------------------
+    def _model(self, network: Module, loss: Loss) -> onnx.ModelProto:
         faults = self._preconditions(network, loss)
         if faults:
             raise ExportRefused(faults)
         if not isinstance(network, Network):  # written as code: traced
-            from deepsharp_export_onnx.trace.lower import export_module
+            from deepsharp_export_onnx.write.traced import export_module
 
-            return export_module(self, network, loss)
+            self._front = self._prepare_of(network)  # model_of writes it in front of the trace
+            try:
+                return export_module(self, network, loss)
+            finally:
+                self._front = None
         tape = Tape()
-        x = self._input(network, tape)
+        prepare = self._prepare_of(network)
+        if prepare is not None:
+            x, inputs = write_preparation(tape, prepare, self.input_name)
+        else:
+            x, inputs = self._input(network, tape), [self.input_name]
         steps = network.logits_steps(loss)
         self._faults: list[str] = []
         z = self.write_steps(tape, steps, x)
         faults = self._faults
         if not faults:
-            self._finish(tape, z, loss)
+            written = self._finish(tape, z, loss)
+            faults += name_faults(tape, inputs, [(self.output_name, written)])
             faults += self._opset_faults(tape)
         if faults:
             raise ExportRefused(faults)
-        return tape.to_model([self.input_name], [self.output_name],
-                             metadata=self._metadata(network), graph_name="deepsharp",
-                             producer=("deepsharp", deepsharp.__version__))
+        metadata = self._metadata(network)
+        if prepare is not None:
+            metadata[META_PREPARATION] = preparation_metadata(prepare, self.input_name)
+        return self.model_of(tape, inputs, metadata)
+
+    def _prepare_of(self, network: Module) -> Any:
+        return self.prepare if self.prepare is not None else getattr(network, "preparation", None)
 
     # -- the walk -----------------------------------------------------------------------------------
     def write_steps(self, tape: Tape, steps: Sequence[Step], x: Value) -> Value:
@@ -144,6 +255,18 @@ class OnnxExport:
 
     # -- the parts -------------------------------------------------------------------------------------
     def _preconditions(self, network: Module, loss: Loss) -> list[str]:
+        if isinstance(network, Module) and not isinstance(network, Network):
+            if self.shape is None and self.example is None:
+                return ["a module written as code is traced on an example: give shape= (one "
+                        "example's shape) or example= (a batch it runs on)"]
+            return []  # its losses (one per output) are checked as it is written (traced.py)
+        traced_only = [name for name in ("example", "axis_names", "input_names", "output_names")
+                       if getattr(self, name) is not None]
+        if traced_only:
+            return [f"{', '.join(traced_only)}: for modules written as code (traced); a stack is "
+                    f"written step by step for examples of `shape`"]
+        if self.shape is None:
+            return ["a stack is written for examples of `shape`: OnnxExport(network.input_shape)"]
         if not isinstance(loss, Loss):
             return [f"loss must be a deepsharp Loss, received {loss!r}"]
         if OUTPUT_WRITERS.lookup(loss) is None:
@@ -154,13 +277,24 @@ class OnnxExport:
         if isinstance(network, Network) and network.input_shape != self.shape:
             return [f"the network takes examples of shape {network.input_shape}, the export was "
                     f"asked for {self.shape}"]
+        prepare = self._prepare_of(network)
+        if prepare is not None:
+            if isinstance(network, Network):
+                dtype = network.steps[0].spec.input_dtype if network.steps else "float32"
+            else:
+                dtype = getattr(network, "input_dtype", "float32")
+            rows = self.shape.rank == 1 and dtype == "float32"
+            return preparation_faults(prepare, self.shape[0] if rows else None)
         return []
 
     def _input(self, network: Network, tape: Tape) -> Value:
         steps = network.steps
         dtype = steps[0].spec.input_dtype if steps else "float32"
         elem = TensorProto.INT64 if dtype == "int64" else TensorProto.FLOAT
-        x = Value(self.input_name, example_dims(self.shape, ids=dtype == "int64"), elem_type=elem)
+        dims = example_dims(self.shape, ids=dtype == "int64")
+        if network.data_format == "channels_first" and self.shape.rank == 2:
+            dims = (BATCH, self.shape[0], STEPS)  # a series taken channels-first
+        x = Value(self.input_name, dims, elem_type=elem)
         tape.annotate(x.name, x.dims, elem)
         return x
 
@@ -168,21 +302,21 @@ class OnnxExport:
         dims = (BATCH, *step.output_shape)
         return Value(f"{step.place}.{step.kind}", dims)
 
-    def _finish(self, tape: Tape, z: Value, loss: Loss) -> None:
+    def _finish(self, tape: Tape, z: Value, loss: Loss) -> str:
+        """Write the loss's output activation; the name the output got (see `name_faults`)."""
         tape.owner = f"output ({type(loss).__name__})"
         z = self.turn(tape, z, Order.CHANNELS_LAST)
         name = OUTPUT_WRITERS.lookup(loss)(tape, z, self.output_name)
         tape.annotate(name, z.dims, z.elem_type)
+        return name
 
     def _opset_faults(self, tape: Tape) -> list[str]:
         if self.max_opset is None or tape.needed_opset() <= self.max_opset:
             return []
-        from deepsharp_export_onnx import opsets
-
         faults = []
         for node in tape.nodes_needing_more_than(self.max_opset):
             faults.append(f"step {node.owner}: node {node.name!r} ({node.op_type}) needs operator "
-                          f"set {opsets.needs(node.op_type, node.attrs)}, above max_opset "
+                          f"set {tape.node_needs(node)}, above max_opset "
                           f"{self.max_opset}")
         return faults
 

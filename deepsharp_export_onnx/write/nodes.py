@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from onnx import helper
 
-from deepsharp.tracing import dims
+from deepsharp.tracing import dims, slices
 from deepsharp.tracing.dims import DimRule
 from deepsharp.tracing.symbols import Dims
 from deepsharp_export_onnx.graph import Tape
@@ -64,10 +64,20 @@ class Emit:
         its axes permuted by `perm`: what a node in between (a Transpose to channels-first) makes.
         A layer writer's Emit knows no dims and annotates nothing."""
 
-    def promoted(self, inputs: Sequence[str], skip: Sequence[int] = ()) -> list[str]:
-        """`inputs` in the result's element type, as numpy promoted them (ONNX's arithmetic takes
-        one type): a Cast where an input's type differs. Positions in `skip` are left alone."""
+    def promoted(self, inputs: Sequence[str], skip: Sequence[int] = (), to: Any = None
+                 ) -> list[str]:
+        """`inputs` in the result's element type (or in dtype `to`), as numpy promoted them
+        (ONNX's arithmetic takes one type): a Cast where an input's type differs. Positions in
+        `skip` are left alone."""
         return list(inputs)
+
+    def dtype(self, index: int) -> np.dtype | None:
+        """Input `index`'s numpy dtype (None when not known: a layer writer's float32)."""
+        return None
+
+    def result_dtype(self, index: int = 0) -> np.dtype:
+        """Result `index`'s numpy dtype (float32 for a layer writer)."""
+        return np.dtype(np.float32)
 
     def shape_operand(self, shape: Sequence[int], *, minus_one: bool = False,
                       broadcast_from: int | None = None) -> str:
@@ -75,6 +85,15 @@ class Emit:
         one -1 (Reshape); `broadcast_from=i` allows 1 where input i already has the size
         (Expand)."""
         return self.constant("shape", [int(s) for s in shape])
+
+    def size(self, dim: Any) -> str:
+        """An int64[1] value holding the size `dim` (a number, or in a trace a symbolic size
+        computed from Shape nodes)."""
+        return self.constant(f"size_{int(dim)}", [int(dim)])
+
+    def dtype_of(self, index: int) -> np.dtype | None:
+        """Input `index`'s element type, when known (in a trace)."""
+        return None
 
 
 PrimitiveWriter = Callable[[Emit, Sequence[str], dict[str, Any], Sequence[int]], str]
@@ -103,10 +122,9 @@ def _same_name(op_type: str, skip: Sequence[int] = ()) -> PrimitiveWriter:
 for _primitive, _op in {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh",
                         "softplus": "Softplus", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
                         "neg": "Neg", "abs": "Abs", "sin": "Sin", "cos": "Cos",
-                        "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
-                        "maximum": "Max", "minimum": "Min"}.items():
+                        "sub": "Sub", "div": "Div", "pow": "Pow"}.items():
     writes_primitive(_primitive, dims=dims.elementwise)(_same_name(_op))
-writes_primitive("where", dims=dims.elementwise)(_same_name("Where", skip=(0,)))
+# add, mul, maximum, minimum and where (bool forms): vocabulary_nodes
 
 
 @writes_primitive("gelu", dims=dims.elementwise)
@@ -147,8 +165,8 @@ writes_primitive("matmul", dims=dims.matmul)(_same_name("MatMul"))
 
 def _reduce(op_type: str) -> PrimitiveWriter:
     def write(emit, inputs, attrs, ranks):
-        return emit(op_type, inputs, {"axes": [int(a) for a in attrs["axes"]],
-                                      "keepdims": int(attrs["keepdims"])})
+        return emit(op_type, emit.promoted(inputs), {"axes": [int(a) for a in attrs["axes"]],
+                                                     "keepdims": int(attrs["keepdims"])})
 
     return write
 
@@ -196,12 +214,12 @@ def _gather(emit, inputs, attrs, ranks):
     return emit("Gather", inputs, {"axis": int(attrs["axis"]), "_negative": negative})
 
 
-@writes_primitive("slice", dims=dims.slice_)
+@writes_primitive("slice", dims=slices.slice_)
 def _slice(emit, inputs, attrs, ranks):
     """Only the axes not taken whole; a reversed whole axis (flip) runs from -1 to the start, which
     holds at any size."""
     known = emit.dims(0)
-    kinds = dims.slice_axes(known, attrs) if known is not None else ["part"] * ranks[0]
+    kinds = slices.slice_axes(known, attrs) if known is not None else ["part"] * ranks[0]
     starts, ends, axes, steps = [], [], [], []
     for axis, (b, e, s, kind) in enumerate(zip(attrs["starts"], attrs["stops"], attrs["steps"],
                                                kinds)):
@@ -215,6 +233,8 @@ def _slice(emit, inputs, attrs, ranks):
     return emit("Slice", [inputs[0], *operands])
 
 
-# The sequence primitives (embedding, attention, lstm, gru) and the spatial ones (convolutions,
-# pools, pad, resize, norms) register themselves here too.
+# The sequence primitives (embedding, attention, lstm, gru), the spatial ones (convolutions,
+# pools, pad, resize, norms) and the tensor vocabulary's register themselves here too.
 from deepsharp_export_onnx.write import sequence_nodes, spatial_nodes  # noqa: E402,F401
+from deepsharp_export_onnx.write import selection_nodes, vocabulary_nodes  # noqa: E402,F401
+from deepsharp_export_onnx.write import assign_nodes  # noqa: E402,F401

@@ -77,7 +77,7 @@ def test_dense_on_a_series_applies_to_every_step():
 @pytest.mark.parametrize("call, message", [
     (lambda: Sequential().dense(0), "dense: units must be greater than 0, received 0"),
     (lambda: Sequential().dense(-3), "dense: units must be greater than 0, received -3"),
-    (lambda: Sequential().dense("many"), "dense: units must be a valid integer"),
+    (lambda: Sequential().dense("many"), "dense: units must be an integer, received 'many' (str)"),
     (lambda: Sequential().dropout(1.0), "dropout: rate must be less than 1, received 1.0"),
     (lambda: Sequential().gelu(approximate="fast"), "gelu: approximate must be 'none' or 'tanh'"),
     (lambda: Sequential().elu(alpha=0), "elu: alpha must be greater than 0, received 0"),

@@ -9,6 +9,7 @@ import pytest
 from safetensors.numpy import load_file
 
 import deepsharp
+import deepsharp.files as files
 import deepsharp.io as io
 from deepsharp import RandomStream, Sequential, Shape
 from deepsharp.errors import StateError
@@ -64,7 +65,7 @@ def test_a_failed_save_leaves_the_old_file_whole(tmp_path, monkeypatch):
     def broken_fsync(fd):
         raise OSError("disk full")
 
-    monkeypatch.setattr(io.os, "fsync", broken_fsync)
+    monkeypatch.setattr(files.os, "fsync", broken_fsync)
     other = Sequential().dense(3).lower(Shape(4), RandomStream(5))
     with pytest.raises(OSError, match="disk full"):
         other.save(path)

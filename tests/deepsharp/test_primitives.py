@@ -36,8 +36,19 @@ def test_backward_matches_finite_differences(name, build):
 
 
 def test_every_primitive_has_a_gradient_case():
+    """Every differentiable primitive; the others (comparisons, argmax, ...) have no gradient
+    and their results never require one."""
     covered = {name for name, _, _ in CASES}
-    assert sorted(set(PRIMITIVES) - covered) == []
+    differentiable = {name for name, p in PRIMITIVES.items() if p.differentiable}
+    assert sorted(differentiable - covered) == []
+
+
+def test_results_of_primitives_without_gradient_do_not_require_one():
+    x = Tensor(np.array([[1.0, -2.0], [3.0, 0.5]]), requires_grad=True)
+    for result in (x > 0, x.argmax(1), apply("full_like", x, value=0.0, dtype="<f4"),
+                   (x > 0).logical_not()):
+        assert not result.requires_grad
+    assert x.max(1).indices.requires_grad is False and x.max(1).values.requires_grad
 
 
 def test_unknown_primitive_is_named():

@@ -203,7 +203,7 @@ def test_output_shapes():
 @pytest.mark.parametrize("call, message", [
     (lambda: Sequential().lstm(0), "lstm: units must be greater than 0, received 0"),
     (lambda: Sequential().gru(4, layers=0), "gru: layers must be greater than 0, received 0"),
-    (lambda: Sequential().lstm(4, bidirectional="both"), "lstm: bidirectional must be a valid boolean"),
+    (lambda: Sequential().lstm(4, bidirectional="both"), "lstm: bidirectional must be True or False, received 'both'"),
 ])
 def test_verbs_refuse_bad_arguments(call, message):
     with pytest.raises(SpecError, match=message):

@@ -62,11 +62,11 @@ def test_answers_are_checked_before_training():
     x, y = _data()
     network = _network()
     before = network.state_dict()
-    with pytest.raises(TargetError, match="training data: BinaryCrossEntropy: answers must lie in"):
+    with pytest.raises(TargetError, match="training data, examples 0 to 119: BinaryCrossEntropy: answers must lie in"):
         network.fit(x, y * 3, loss=BinaryCrossEntropy(), optimizer=SGD(0.1))
-    with pytest.raises(TargetError, match="training data has 120 examples but 119 answers"):
+    with pytest.raises(TargetError, match="training data has 120 examples \\(x\\) but y has 119"):
         network.fit(x, y[:-1], loss=BinaryCrossEntropy(), optimizer=SGD(0.1))
-    with pytest.raises(TargetError, match="validation data: .*do not match"):
+    with pytest.raises(TargetError, match="validation data, examples 0 to 4: .*do not match"):
         network.fit(x, y, loss=BinaryCrossEntropy(), optimizer=SGD(0.1),
                     validation=(x[:5], np.zeros((5, 2))))
     for key, value in network.state_dict().items():
@@ -75,7 +75,7 @@ def test_answers_are_checked_before_training():
 
 @pytest.mark.parametrize("options, message", [
     ({"epochs": 0}, "fit: epochs must be a positive integer, received 0"),
-    ({"batch_size": -1}, "fit: batch_size must be a positive integer, received -1"),
+    ({"batch_size": -1}, "fit: batch_size must be a positive integer or None, received -1"),
     ({"loss": "mse"}, "fit: loss must be a deepsharp Loss, received 'mse'"),
 ])
 def test_bad_fit_options_are_named(options, message):
@@ -112,9 +112,19 @@ def test_early_stopping_needs_what_it_monitors():
         _network().fit(x, y, loss=BinaryCrossEntropy(), optimizer=SGD(0.1), early_stopping=2)
 
 
-def test_progress_is_quiet_when_not_a_terminal(capsys):
+def test_one_line_per_epoch_when_not_a_terminal(capsys):
+    """verbose="auto": the logs of a batch job show every epoch, one line each."""
     x, y = _data()
     _network().fit(x, y, loss=BinaryCrossEntropy(), optimizer=SGD(0.1), epochs=2)
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert [line.split(" - ")[0] for line in lines] == ["epoch 1/2", "epoch 2/2"]
+    assert "loss: " in lines[0] and "accuracy: " in lines[0] and captured.err == ""
+
+
+def test_verbose_zero_is_quiet(capsys):
+    x, y = _data()
+    _network().fit(x, y, loss=BinaryCrossEntropy(), optimizer=SGD(0.1), epochs=2, verbose=0)
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
 

@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from deepsharp import MeanSquaredError, RandomStream, Sequential, Shape
 from deepsharp_export_onnx import ImportRefused, OnnxExport, OnnxFile
+from tests.support.graph_edits import set_attr
 
 LOSS = MeanSquaredError()
 
@@ -27,13 +28,6 @@ def _node(model: onnx.ModelProto, op_type: str) -> onnx.NodeProto:
 
 def _initializer(model: onnx.ModelProto, name: str) -> onnx.TensorProto:
     return next(t for t in model.graph.initializer if t.name == name)
-
-
-def _set_attr(node: onnx.NodeProto, name: str, value) -> None:
-    for a in list(node.attribute):
-        if a.name == name:
-            node.attribute.remove(a)
-    node.attribute.append(helper.make_attribute(name, value))
 
 
 def _replace_initializer(model: onnx.ModelProto, name: str, array: np.ndarray) -> None:
@@ -68,16 +62,17 @@ def _table_otherwise(model):
 
 CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
     ("lstm-peepholes", Sequential().lstm(3), Shape(7, 2), _peepholes,
-     "reads as a layer with its default activations, zero initial states and no peepholes"),
+     "lstm reads a node with its default activations, zero initial states and no peepholes, "
+     "forward or bidirectional; this one has peephole weights"),
     ("lstm-activations", Sequential().lstm(3), Shape(7, 2),
-     lambda m: _set_attr(_node(m, "LSTM"), "activations", ["Relu", "Tanh", "Tanh"]),
-     "reads as a layer with its default activations"),
+     lambda m: set_attr(_node(m, "LSTM"), "activations", ["Relu", "Tanh", "Tanh"]),
+     "this one has activations=[b'Relu', b'Tanh', b'Tanh']"),
     ("lstm-reverse-only", Sequential().lstm(3), Shape(7, 2),
-     lambda m: _set_attr(_node(m, "LSTM"), "direction", "reverse"),
+     lambda m: set_attr(_node(m, "LSTM"), "direction", "reverse"),
      "forward or bidirectional"),
     ("gru-reset-before", Sequential().gru(3), Shape(7, 2),
-     lambda m: _set_attr(_node(m, "GRU"), "linear_before_reset", 0),
-     "a GRU reads as PyTorch's only with linear_before_reset=1"),
+     lambda m: set_attr(_node(m, "GRU"), "linear_before_reset", 0),
+     "this one has linear_before_reset=0 (PyTorch's GRU, and ours, reset after the product)"),
     ("lstm-lengths-not-from-a-mask", Sequential().lstm(3), Shape(7, 2), _lengths_from_a_constant,
      "its sequence_lens must be the count of the series' mask"),
     ("attention-scale", Sequential().multi_head_attention(2, 4), Shape(7, 4), _scaled_otherwise,
@@ -85,12 +80,13 @@ CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
     ("sine-table", Sequential().sine_positions(max_length=16), Shape(7, 4), _table_otherwise,
      "the table added is not the sinusoidal positions' table"),
     ("embedding-axis", Sequential().embedding(10, 3), Shape(7),
-     lambda m: _set_attr(_node(m, "Gather"), "axis", 1),
+     lambda m: set_attr(_node(m, "Gather"), "axis", 1),
      "an embedding looks rows up: the Gather's axis must be 0"),
     ("recurrent-output", Sequential().lstm(3, return_sequences=True), Shape(7, 2),
      lambda m: _initializer(m, "0.lstm/join_directions").CopyFrom(
          numpy_helper.from_array(np.array([0, -1, 6], np.int64), "0.lstm/join_directions")),
-     "its outputs are read as a series: Transpose then Reshape [0, 0, -1]"),
+     "its outputs are read as neither a series (steps, batch, directions * units) nor its last "
+     "states"),
 ]
 
 
@@ -105,7 +101,8 @@ def test_refused(spec, shape, edit, message):
 
 
 def test_lengths_from_another_mask_are_refused():
-    """An LSTM counting a mask that is not the one riding with its series."""
+    """An LSTM counting a mask that is not the one riding with its series (a constant one: the
+    masking's own nodes no longer compute it, and are refused first)."""
     spec = Sequential().masking(0.0).lstm(3)
     model = _exported(spec, Shape(7, 2))
     cast = next(n for n in model.graph.node if n.op_type == "Cast" and n.name.endswith("real_steps"))
@@ -113,8 +110,8 @@ def test_lengths_from_another_mask_are_refused():
     cast.input[0] = "other_mask"
     with pytest.raises(ImportRefused) as caught:
         OnnxFile(LOSS).read(model)
-    assert "its sequence_lens count 'other_mask', which is not the mask of the series it reads" \
-        in str(caught.value)
+    assert "node '0.masking/difference' (Sub): masking compares the steps with a constant " \
+        "value" in str(caught.value)
 
 
 def test_a_training_only_place_beyond_a_branch_is_refused():

@@ -53,7 +53,7 @@ def reshape_then_relu(model):
     """A Reshape of a channels-first value that is not an adaptive pool's row."""
     relu = node(model, "Relu")
     reshape = helper.make_node("Reshape", [relu.input[0], "odd_shape"], ["odd"], name="odd")
-    model.graph.initializer.append(numpy_helper.from_array(np.array([0, 3, -1], np.int64),
+    model.graph.initializer.append(numpy_helper.from_array(np.array([0, 3, -1, 1], np.int64),
                                                            "odd_shape"))
     relu.input[0] = "odd"
     index = list(model.graph.node).index(relu)
@@ -87,8 +87,8 @@ CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
                     next(a for a in node(m, "Conv").attribute if a.name == "pads"))),
      "auto_pad 'SAME_LOWER': no padding of ours puts the extra place of an odd border first"),
     ("conv-channels-last", Sequential().conv2d(2, 3), IMAGE, conv_reads_channels_last,
-     "node '0.conv2d' (Conv): it reads a channels_last value; the exporter turns series and "
-     "images channels-first for it"),
+     "node '0.conv2d' (Conv): its kernel reads 2 channels, the value 'input' (dims ['batch', 6, "
+     "6, 2]) has 6 on its channel axis"),
     ("odd-transpose", Sequential().conv2d(2, 3), IMAGE, perm_of,
      "perm [0, 2, 1, 3] of a rank-4 channels_last value is not a turn between channels-last and "
      "channels-first"),

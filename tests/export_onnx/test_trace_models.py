@@ -34,7 +34,7 @@ class MLP(Module):
         super().__init__()
         make = _weights(seed)
         for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
-            setattr(self, f"w{i}", make(a, b))
+            setattr(self, f"w{i}", make(b, a))  # (out, in), as PyTorch's F.linear takes it
             setattr(self, f"b{i}", make(b))
         object.__setattr__(self, "depth", len(sizes) - 1)
 
@@ -71,11 +71,11 @@ class Block(Module):
         size = width // self.heads
 
         def heads(t):
-            return t.reshape(batch, steps, self.heads, size).transpose(0, 2, 1, 3)
+            return t.reshape(batch, steps, self.heads, size).permute(0, 2, 1, 3)
 
         q, k, v = heads(x @ self.query), heads(x @ self.key), heads(x @ self.value)
-        scores = F.softmax((q @ k.transpose(0, 1, 3, 2)) * (1.0 / math.sqrt(size)), axis=-1)
-        mixed = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, steps, width)
+        scores = F.softmax((q @ k.permute(0, 1, 3, 2)) * (1.0 / math.sqrt(size)), axis=-1)
+        mixed = (scores @ v).permute(0, 2, 1, 3).reshape(batch, steps, width)
         return mixed @ self.out
 
     def forward(self, x):
@@ -106,7 +106,7 @@ def test_mlp_with_symbolic_batch():
     model = MLP().eval()
     checked = check_trace(model.forward, {"x": ("batch", 6)}, {"batch": (5, 1, 64)},
                           parameters=_parameters(model))
-    assert checked.ops().count("MatMul") == 3 and checked.opset == 20  # Gelu
+    assert checked.ops().count("Gemm") == 3 and checked.opset == 20  # Gelu; F.linear is a Gemm
 
 
 def test_transformer_block_with_symbolic_batch_and_steps():

@@ -39,7 +39,7 @@ def lengths(flag):
 
 
 def heads(x):  # (batch, steps, 4) -> (batch, 2 heads, steps, 2)
-    return x.reshape(x.shape[0], x.shape[1], 2, 2).transpose(0, 2, 1, 3)
+    return x.reshape(x.shape[0], x.shape[1], 2, 2).permute(0, 2, 1, 3)
 
 
 # (id, function, inputs, an ONNX op the graph must hold)
@@ -158,14 +158,14 @@ class Block(Module):
     def split(self, t):
         batch, steps, width = t.shape
         return t.reshape(batch, steps, self.heads_count, width // self.heads_count) \
-            .transpose(0, 2, 1, 3)
+            .permute(0, 2, 1, 3)
 
     def forward(self, x, mask):
         batch, steps, width = x.shape
         h = F.layer_norm(x, self.norm1, self.shift1)
         qkv = h @ self.qkv
         q, k, v = (self.split(qkv[:, :, i * width:(i + 1) * width]) for i in range(3))
-        mixed = F.attention(q, k, v, mask, causal=True).transpose(0, 2, 1, 3) \
+        mixed = F.attention(q, k, v, mask, causal=True).permute(0, 2, 1, 3) \
             .reshape(batch, steps, width)
         x = x + mixed @ self.out
         h = F.gelu(F.layer_norm(x, self.norm2, self.shift2) @ self.up + self.up_bias)

@@ -144,7 +144,7 @@ def test_a_graph_of_spatial_nodes_takes_the_oldest_set_holding_them():
                                           "size width"),
     (lambda x: F.adaptive_avg_pool(x, (2, 3)), "adaptive_avg_pool (operation 1): an adaptive "
                                                "pool of places (6, width) to sizes (2, 3)"),
-    (lambda x: F.conv(x.transpose(0, 1, 3, 2), weight(3, 1, 11, 4)),
+    (lambda x: F.conv(x.permute(0, 1, 3, 2), weight(3, 1, 11, 4)),
      "conv (operation 2): axis 3 is the symbolic size width in one operand and fixed at 11"),
 ], ids=["resize", "adaptive-pool-of-an-image", "channels-the-kernel-takes"])
 def test_what_cannot_follow_a_symbolic_place_is_refused_naming_the_op(fn, fragment):
@@ -175,7 +175,7 @@ class SmallCnn(Module):
         self.register_buffer("mean2", make(hidden, scale=0.1)._data)
         self.register_buffer("var2", np.abs(make(hidden)._data) + 0.5)
         self.scale3, self.shift3 = make(hidden, scale=0.1, offset=1.0), make(hidden, scale=0.1)
-        self.head, self.head_bias = make(hidden, classes), make(classes)
+        self.head, self.head_bias = make(classes, hidden), make(classes)  # (out, in)
 
     def forward(self, x):
         h = F.conv(x, self.conv1, self.bias1, padding="same").relu()

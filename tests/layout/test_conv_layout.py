@@ -45,7 +45,9 @@ def test_onnx_kernel_computes_what_ours_does():
     for i in range(4):
         for j in range(2):
             expected[:, :, i, j] = np.einsum("ocab,ncab->no", w, first[:, :, i:i + 2, j:j + 3])
-    np.testing.assert_allclose(np.moveaxis(ours, -1, 1), expected, rtol=1e-6)
+    # ours is float32 (the input is cast), the reference float64: a float32 tolerance, since
+    # the values drawn depend on which tests of this file ran first in the worker
+    np.testing.assert_allclose(np.moveaxis(ours, -1, 1), expected, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("image", [(3, 4), (2, 3, 4), (2, 2, 3, 2)])

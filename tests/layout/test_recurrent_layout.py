@@ -81,3 +81,18 @@ def test_torch_in_projection_round_trip():
     np.testing.assert_array_equal(packed[4:8], k.T)  # rows: queries, keys, values
     for ours, back in zip((q, k, v), torch_in_projection_to_kernels(packed)):
         np.testing.assert_array_equal(ours, back)
+
+
+def test_in_projection_round_trip():
+    """The in-projection as a MatMul's kernel (in, 3E): columns q, k, v; the bias likewise."""
+    from layout import in_projection_biases, in_projection_to_kernels, kernels_to_in_projection
+
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((5, 4)).astype(np.float32) for _ in range(3))
+    packed = kernels_to_in_projection(q, k, v)
+    assert packed.shape == (5, 12)
+    np.testing.assert_array_equal(packed, kernels_to_torch_in_projection(q, k, v).T)
+    for ours, back in zip((q, k, v), in_projection_to_kernels(packed)):
+        np.testing.assert_array_equal(ours, back)
+    bias = np.arange(12, dtype=np.float32)
+    np.testing.assert_array_equal(in_projection_biases(bias)[1], bias[4:8])

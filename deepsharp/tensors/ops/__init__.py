@@ -3,4 +3,7 @@
 from deepsharp.tensors.ops import activations, elementwise, linalg, losses, reduce, shape  # noqa: F401
 from deepsharp.tensors.ops import conv, norm, pool, resample  # noqa: F401
 from deepsharp.tensors.ops import attention, embedding, recurrent  # noqa: F401
+from deepsharp.tensors.ops import arrange, compare, einsum, functions, index, linear  # noqa: F401
+from deepsharp.tensors.ops import reductions, sort  # noqa: F401
+from deepsharp.tensors.ops import assign  # noqa: F401
 from deepsharp.tensors.ops import conv_pool, self_attention  # noqa: F401

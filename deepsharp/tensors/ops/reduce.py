@@ -32,15 +32,21 @@ class Mean:
         return (_restore(grad, a.shape, axes, keepdims) / np.asarray(count, grad.dtype),)
 
 
-@primitive("max")
-class Max:
-    """The largest value; ties share the gradient equally (PyTorch's amax)."""
+def extreme(pick):
+    """The largest (np.max) or smallest (np.min) value; ties share the gradient equally
+    (PyTorch's amax and amin)."""
 
-    def forward(a, *, axes, keepdims):
-        out = a.max(axis=axes, keepdims=True)
-        return (out if keepdims else np.squeeze(out, axis=axes)), out
+    class Extreme:
+        def forward(a, *, axes, keepdims):
+            out = pick(a, axis=axes, keepdims=True)
+            return (out if keepdims else np.squeeze(out, axis=axes)), out
 
-    def backward(grad, out, a, *, axes, keepdims):
-        hit = (a == out).astype(grad.dtype)
-        hit /= hit.sum(axis=axes, keepdims=True)
-        return (_restore(grad, a.shape, axes, keepdims) * hit,)
+        def backward(grad, out, a, *, axes, keepdims):
+            hit = (a == out).astype(grad.dtype)
+            hit /= hit.sum(axis=axes, keepdims=True)
+            return (_restore(grad, a.shape, axes, keepdims) * hit,)
+
+    return Extreme
+
+
+primitive("max")(extreme(np.max))

@@ -32,12 +32,14 @@ class Transpose:
 
 @primitive("slice")
 class Slice:
-    """a[starts:stops:steps] on every axis (Python slice semantics, all three tuples given)."""
+    """a[starts:stops:steps] on every axis (Python slice semantics, all three tuples given).
+    `sized` names the axes whose bounds were computed from their size (split, chunk): a trace
+    cannot keep them for a symbolic axis."""
 
-    def forward(a, *, starts, stops, steps):
+    def forward(a, *, starts, stops, steps, sized=()):
         return a[tuple(slice(b, e, s) for b, e, s in zip(starts, stops, steps))], None
 
-    def backward(grad, saved, a, *, starts, stops, steps):
+    def backward(grad, saved, a, *, starts, stops, steps, sized=()):
         full = np.zeros(a.shape, dtype=grad.dtype)
         full[tuple(slice(b, e, s) for b, e, s in zip(starts, stops, steps))] = grad
         return (full,)

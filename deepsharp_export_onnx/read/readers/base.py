@@ -22,7 +22,14 @@ from layout import Order
 
 
 class Unreadable(Exception):
-    """Raised by a reader for nodes it cannot read as a layer; the importer names the node."""
+    """Raised by a reader for nodes it cannot read as a layer; the importer names the node.
+
+    `node` is the node refused: the walk skips to it (the nodes before it on the way are part
+    of the same refusal) instead of refusing them one by one."""
+
+    def __init__(self, message: str, node: onnx.NodeProto | None = None) -> None:
+        super().__init__(message)
+        self.node = node
 
 
 @dataclass
@@ -48,7 +55,7 @@ class Reading:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def unreadable(self, node: onnx.NodeProto, reason: str) -> Unreadable:
-        return Unreadable(f"{GraphView.label(node)}: {reason}")
+        return Unreadable(f"{GraphView.label(node)}: {reason}", node)
 
     def need_constant(self, node: onnx.NodeProto, index: int, what: str) -> np.ndarray:
         name = node.input[index] if index < len(node.input) else ""

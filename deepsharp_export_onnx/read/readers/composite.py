@@ -103,8 +103,9 @@ def _ancestors(r: Reading, node: onnx.NodeProto, stop: str) -> set[int]:
 
 def _join(r: Reading, readers: list[onnx.NodeProto]) -> onnx.NodeProto | None:
     for node in _reachable(r, r.value):
-        if node.op_type not in ("Add", "Concat"):
-            continue
+        if node.op_type not in ("Add", "Concat") or not all(
+                i == r.value or i in r.view.producer for i in node.input):
+            continue  # a join's inputs are all branches computed from the value
         made_from = _ancestors(r, node, r.value)
         if all(n is node or id(n) in made_from for n in readers):
             return node

@@ -29,6 +29,13 @@ def _window(node: onnx.NodeProto, r: Reading, attrs: dict, w) -> tuple[int, list
     return nd, int_attr_list(attrs, "strides", [1] * nd), int_attr_list(attrs, "dilations", [1] * nd)
 
 
+def _channels_match(node: onnx.NodeProto, r: Reading, channels: int) -> None:
+    dims = r.view.dims(node.input[0]) or ()
+    if len(dims) > 1 and isinstance(dims[1], int) and dims[1] != channels:
+        raise r.unreadable(node, f"its kernel reads {channels} channels, the value {node.input[0]!r} "
+                                 f"(dims {list(dims)}) has {dims[1]} on its channel axis")
+
+
 @reads("Conv")
 def read_conv(node: onnx.NodeProto, r: Reading) -> Read:
     channels_first(node, r)
@@ -36,6 +43,7 @@ def read_conv(node: onnx.NodeProto, r: Reading) -> Read:
     w = r.need_constant(node, 1, "kernel")
     nd, strides, dilations = _window(node, r, attrs, w)
     groups = int(attrs.get("group", 1))
+    _channels_match(node, r, w.shape[1] * groups)
     slots = _slots(node, r, onnx_to_conv_kernel(w))
     spec = spec_of(node, r, f"conv{nd}d",
         filters=w.shape[0], kernel=compact(w.shape[2:]), stride=compact(strides),

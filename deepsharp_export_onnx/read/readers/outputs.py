@@ -37,6 +37,19 @@ def _identity(view: GraphView, output: str) -> str:
 
 @reads_output(BinaryCrossEntropy)
 def _sigmoid(view: GraphView, output: str) -> str:
+    """A last Sigmoid; or both classes' probabilities, Concat(1 - Sigmoid(z), Sigmoid(z)) on the
+    last axis (scikit-learn's binary classifiers): the network answers the second's."""
+    node = view.producer.get(output)
+    if node is not None and node.op_type == "Concat" and len(node.input) == 2:
+        complement, positive = (view.producer.get(i) for i in node.input)
+        one = view.constant(complement.input[0]) if complement is not None else None
+        rank = len(view.dims(output) or ()) or 2
+        if complement is not None and positive is not None and complement.op_type == "Sub" \
+                and positive.op_type == "Sigmoid" and list(complement.input[1:]) == [positive.output[0]] \
+                and one is not None and one.size == 1 and float(one.reshape(-1)[0]) == 1.0 \
+                and int(GraphView.attrs(node).get("axis", 0)) % rank == rank - 1:
+            view.consume(node, complement)
+            return _strip(view, positive.output[0], "Sigmoid", "BinaryCrossEntropy")
     return _strip(view, output, "Sigmoid", "BinaryCrossEntropy")
 
 

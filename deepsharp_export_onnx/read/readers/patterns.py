@@ -74,3 +74,42 @@ def float32_decimal(value: float) -> float:
     """A float32 read back as the shortest decimal naming the same float32 (0.3, not
     0.30000001192092896): re-exporting writes the same bits."""
     return float(str(np.float32(value)))
+
+
+def reshaped_dims(r: Reading, node: onnx.NodeProto) -> tuple | None:
+    """The dims a Reshape gives, from its constant shape and its input's dims (a 0 copies the
+    axis, a -1 takes what is left: a number, or the one symbol left over), else as inferred."""
+    shape = constant_list(r, node.input[1]) if len(node.input) > 1 else None
+    dims = r.view.dims(node.input[0])
+    if shape is None or dims is None:
+        return r.view.dims(node.output[0])
+    copy = not attrs(node).get("allowzero", 0)
+    out = [dims[i] if s == 0 and copy and i < len(dims) else int(s) for i, s in enumerate(shape)]
+    if -1 not in out:
+        return tuple(out)
+    if None in dims or None in out:  # an unknown size: no telling what -1 leaves
+        return r.view.dims(node.output[0])
+    left_number, left_symbols = _factors(dims)
+    for d in out:
+        if d == -1:
+            continue
+        number, symbols = _factors([d])
+        if number == 0 or left_number % number or any(left_symbols.count(s) < symbols.count(s)
+                                                      for s in symbols):
+            return None  # no whole number of values left for the -1 (or not by these symbols)
+        left_number //= number
+        for s in symbols:
+            left_symbols.remove(s)
+    rest = left_number if not left_symbols else (left_symbols[0] if left_number == 1
+                                                  and len(left_symbols) == 1 else None)
+    return tuple(rest if d == -1 else d for d in out)
+
+
+def _factors(dims) -> tuple[int, list]:
+    number, symbols = 1, []
+    for d in dims:
+        if isinstance(d, int):
+            number *= d
+        else:
+            symbols.append(d)
+    return number, symbols

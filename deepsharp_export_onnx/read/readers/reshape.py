@@ -1,12 +1,15 @@
 """Flatten -> flatten (a channels-first image's row keeps its order for the dense layer after,
-which `layout` puts back); Reshape -> reshape, or, on a channels-first value, the row of places
-of an adaptive pool with unequal bins."""
+which `layout` puts back); Reshape and Squeeze keeping the batch -> reshape, or, on a
+channels-first value, flatten (one row per example) or the row of places of an adaptive pool
+with unequal bins."""
 
 from __future__ import annotations
 
 import onnx
 
+from deepsharp_export_onnx.read.normalise.graph import dims_product
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads
+from deepsharp_export_onnx.read.readers.patterns import reshaped_dims
 from deepsharp_export_onnx.read.readers.pool import read_adaptive_composition
 from deepsharp_export_onnx.read.readers.windows import spec_of
 from layout import Order
@@ -17,6 +20,10 @@ def read_flatten(node: onnx.NodeProto, r: Reading) -> Read:
     axis = int(r.view.attrs(node).get("axis", 1))
     if axis != 1:
         raise r.unreadable(node, f"axis {axis}: flatten keeps the batch axis (axis 1)")
+    return _flatten(node, r)
+
+
+def _flatten(node: onnx.NodeProto, r: Reading) -> Read:
     spec = spec_of(node, r, "flatten")
     if r.order is Order.CHANNELS_FIRST and r.rank >= 3:
         dims = r.view.dims(r.value) or ()
@@ -55,13 +62,45 @@ def _product_after(r: Reading, value: str) -> str | None:
         value = node.output[0]
 
 
+def _flattens(r: Reading, out: tuple | None) -> bool:
+    """Whether a value of dims `out` is the current value's batch, each example in one row."""
+    dims = r.view.dims(r.value)
+    if out is None or dims is None or len(out) != 2 or len(dims) < 3:
+        return False
+    rest = dims_product(dims[1:])
+    return out[0] == dims[0] and out[0] is not None and rest is not None and out[1] == rest
+
+
 @reads("Reshape")
 def read_reshape(node: onnx.NodeProto, r: Reading) -> Read:
+    """A Reshape keeping the batch: of a channels-first value to one row each, a flatten (as
+    PyTorch writes nn.Flatten and x.view(x.size(0), -1)); of a channels-last one, a reshape."""
+    out = reshaped_dims(r, node)
     if r.order is Order.CHANNELS_FIRST and r.rank >= 3:
+        if _flattens(r, out):
+            return _flatten(node, r)
         return read_adaptive_composition(node, r)
-    shape = [int(s) for s in r.need_constant(node, 1, "shape").tolist()]
-    if not shape or shape[0] != 0 or any(s < 1 for s in shape[1:]):
-        raise r.unreadable(node, f"shape {shape}: a reshape layer keeps the batch (0) and gives "
-                                 f"every other size")
-    spec = spec_of(node, r, "reshape", shape=tuple(shape[1:]))
-    return Read(node.output[0], [node], [spec], [{}], order=Order.CHANNELS_LAST, rank=len(shape))
+    return _reshape(node, r, out, "shape")
+
+
+@reads("Squeeze")
+def read_squeeze(node: onnx.NodeProto, r: Reading) -> Read:
+    """A Squeeze of axes of size 1 keeping the batch: a flatten (of a channels-first value
+    whose places are all of size 1) or a reshape."""
+    out = r.view.dims(node.output[0])
+    if r.order is Order.CHANNELS_FIRST and r.rank >= 3:
+        if _flattens(r, out):
+            return _flatten(node, r)
+        raise r.unreadable(node, f"a Squeeze of a channels-first value to {out}: only its places, "
+                                 f"all of size 1, read as a flatten")
+    return _reshape(node, r, out, "axes")
+
+
+def _reshape(node: onnx.NodeProto, r: Reading, out: tuple | None, what: str) -> Read:
+    dims = r.view.dims(r.value)
+    if out is None or dims is None or len(out) < 2 or out[0] != dims[0] \
+            or not all(isinstance(d, int) and d > 0 for d in out[1:]):
+        raise r.unreadable(node, f"its {what} give dims {out} from {dims}: a reshape layer keeps "
+                                 f"the batch and gives every other size")
+    spec = spec_of(node, r, "reshape", shape=tuple(out[1:]))
+    return Read(node.output[0], [node], [spec], [{}], order=Order.CHANNELS_LAST, rank=len(out))

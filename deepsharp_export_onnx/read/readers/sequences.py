@@ -4,8 +4,9 @@
   index, whose mask later readers check their own against);
 - Unsqueeze, Mul by 2 pi c, Sin/Cos, Concat, Transpose, MatMul, Transpose, Add -> periodic embedding;
 - Shape and Add of a table's rows sliced by the length -> sine positions;
-- Sub, Abs, ReduceMax, Cast and Mul -> masking;
-- Transpose to time-major, LSTM/GRU nodes (with Transpose and Reshape between layers) -> lstm/gru.
+- Sub, Abs, ReduceMax, Cast and Mul -> masking.
+
+(LSTM and GRU nodes are read in recurrent.py.)
 """
 
 from __future__ import annotations
@@ -15,19 +16,12 @@ import onnx
 from onnx import TensorProto
 
 from deepsharp.layers.embedding import Embedding, PeriodicEmbedding, SinePositions, sine_table
-from deepsharp.layers.recurrent import DIRECTIONS, Gru, Lstm
 from deepsharp.layers.series import Masking
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads_fork, reads_pattern
 from deepsharp_export_onnx.read.readers.patterns import (
     attrs, axes_of, constant_list, consumer, consumers, float32_decimal, other_input, perm_of,
     producer, scalar,
 )
-from layout import (
-    onnx_to_gru_biases, onnx_to_gru_kernel, onnx_to_lstm_biases, onnx_to_lstm_kernel,
-)
-
-RECURRENT = {"LSTM": (Lstm, 4, onnx_to_lstm_kernel, onnx_to_lstm_biases),
-             "GRU": (Gru, 3, onnx_to_gru_kernel, onnx_to_gru_biases)}
 
 
 # -- embeddings --------------------------------------------------------------------------------------
@@ -143,89 +137,3 @@ def read_masking(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
     r.extra["mask"] = mask.output[0]
     return Read(mul.output[0], [sub, distance, *largest, real, keep, mask, mul],
                 [Masking(value=float32_decimal(value))], [{}])
-
-
-# -- recurrent ----------------------------------------------------------------------------------------
-def _lengths(r: Reading, node: onnx.NodeProto, name: str) -> list[onnx.NodeProto]:
-    """The nodes making `sequence_lens` from the series' mask: ReduceSum(Cast(mask, int32))."""
-    total = producer(r, name, "ReduceSum")
-    count = producer(r, total.input[0], "Cast") if total is not None else None
-    if count is None or axes_of(r, total) != [1] or attrs(total).get("keepdims", 1) != 0:
-        raise r.unreadable(node, "its sequence_lens must be the count of the series' mask, "
-                                 "ReduceSum(Cast(mask, int32), axes=[1])")
-    if count.input[0] != r.extra.get("mask"):
-        raise r.unreadable(node, f"its sequence_lens count {count.input[0]!r}, which is not the "
-                                 f"mask of the series it reads")
-    return [count, total]
-
-
-def _layer_weights(r: Reading, node: onnx.NodeProto, k: int) -> tuple[dict, int, int]:
-    cls, gates, to_kernel, to_biases = RECURRENT[node.op_type]
-    a = attrs(node)
-    refused = sorted(set(a) - {"hidden_size", "direction", "linear_before_reset"})
-    inputs = list(node.input) + [""] * (8 - len(node.input))
-    if refused or any(inputs[5:]) or a.get("direction", "forward") not in ("forward", "bidirectional"):
-        raise r.unreadable(node, f"reads as a layer with its default activations, zero initial "
-                                 f"states and no peepholes, forward or bidirectional; received "
-                                 f"attributes {sorted(a)} and inputs {inputs}")
-    if node.op_type == "GRU" and a.get("linear_before_reset", 0) != 1:
-        raise r.unreadable(node, "a GRU reads as PyTorch's only with linear_before_reset=1")
-    w, rr, b = (r.need_constant(node, i, what) for i, what in ((1, "W"), (2, "R"), (3, "B")))
-    hidden = rr.shape[-1]
-    slots = {}
-    for d, suffix in enumerate(DIRECTIONS[:w.shape[0]]):
-        slots[f"weight_ih_l{k}{suffix}"] = to_kernel(w[d])
-        slots[f"weight_hh_l{k}{suffix}"] = to_kernel(rr[d])
-        slots[f"bias_ih_l{k}{suffix}"], slots[f"bias_hh_l{k}{suffix}"] = to_biases(b[d])
-    return slots, hidden, w.shape[0]
-
-
-@reads_pattern("Transpose")
-def read_recurrent(node: onnx.NodeProto, r: Reading) -> Read | None:
-    """Transpose to time-major, then one LSTM/GRU node per layer."""
-    rnn = consumer(r, node.output[0], "LSTM", "GRU")
-    if perm_of(node) != [1, 0, 2] or rnn is None or rnn.input[0] != node.output[0]:
-        return None
-    nodes, slots, lengths = [node], {}, None
-    k, hidden, directions = 0, 0, 1
-    while True:
-        layer_slots, hidden, directions = _layer_weights(r, rnn, k)
-        slots.update(layer_slots)
-        given = rnn.input[4] if len(rnn.input) > 4 and rnn.input[4] else None
-        if k == 0 and given is not None:
-            nodes += _lengths(r, rnn, given)
-            lengths = given
-        if given != lengths:
-            raise r.unreadable(rnn, "every layer of a stack reads the same sequence_lens")
-        nodes.append(rnn)
-        y, y_h = rnn.output[0], (rnn.output[1] if len(rnn.output) > 1 else "")
-        turned = consumer(r, y, "Transpose")
-        join = consumer(r, turned.output[0], "Reshape") if turned is not None else None
-        if y_h and consumers(r, y_h):
-            states = consumer(r, y_h, "Transpose")
-            end = consumer(r, states.output[0], "Reshape") if states is not None else None
-            if end is None or perm_of(states) != [1, 0, 2] or \
-                    constant_list(r, end.input[1]) != [0, -1]:
-                raise r.unreadable(rnn, "its last states are read as (batch, directions * units): "
-                                        "Transpose [1, 0, 2] then Reshape [0, -1]")
-            nodes += [states, end]
-            r.rank = 2
-            r.extra.pop("mask", None)
-            return_sequences = False
-            break
-        if join is None or constant_list(r, join.input[1]) != [0, 0, -1]:
-            raise r.unreadable(rnn, "its outputs are read as a series: Transpose then Reshape "
-                                    "[0, 0, -1]")
-        nodes += [turned, join]
-        if perm_of(turned) == [2, 0, 1, 3]:
-            return_sequences = True
-            break
-        following = consumer(r, join.output[0], rnn.op_type)
-        if perm_of(turned) != [0, 2, 1, 3] or following is None:
-            raise r.unreadable(turned, "between layers of a stack the series stays time-major: "
-                                       "Transpose [0, 2, 1, 3], Reshape, the next layer")
-        rnn, k = following, k + 1
-    cls = RECURRENT[rnn.op_type][0]
-    spec = cls(units=hidden, return_sequences=return_sequences, bidirectional=directions == 2,
-               layers=k + 1)
-    return Read(nodes[-1].output[0], nodes, [spec], [slots])

@@ -55,6 +55,43 @@ class GraphView:
     def consume(self, *nodes: onnx.NodeProto) -> None:
         self.consumed.update(id(n) for n in nodes)
 
+    def between(self, value: str, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+        """The open nodes on the ways from `value` to `node` (not `node` itself)."""
+        found, pending, seen = [], [i for i in node.input if i], set()
+        while pending:
+            name = pending.pop()
+            maker = self.producer.get(name)
+            if name == value or maker is None or id(maker) in seen or id(maker) in self.consumed:
+                continue
+            seen.add(id(maker))
+            if self.reaches(value, maker):
+                found.append(maker)
+                pending += [i for i in maker.input if i]
+        return found
+
+    def reaches(self, value: str, node: onnx.NodeProto) -> bool:
+        """Whether `node` is computed from `value`."""
+        pending, seen = [i for i in node.input if i], set()
+        while pending:
+            name = pending.pop()
+            if name == value:
+                return True
+            maker = self.producer.get(name)
+            if maker is not None and id(maker) not in seen:
+                seen.add(id(maker))
+                pending += [i for i in maker.input if i]
+        return False
+
+    def after(self, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+        """Every open node computed from `node`'s outputs."""
+        reached = {o for o in node.output if o}
+        found = []
+        for other in self.nodes:
+            if id(other) not in self.consumed and any(i in reached for i in other.input):
+                found.append(other)
+                reached.update(o for o in other.output if o)
+        return found
+
     def unconsumed(self) -> list[onnx.NodeProto]:
         return [n for n in self.nodes if id(n) not in self.consumed]
 

@@ -83,7 +83,7 @@ class Writing:
 
     def slot(self, name: str, array: np.ndarray) -> str:
         """An initializer holding a slot, named by its path (`0.weight`)."""
-        return self.tape.initializer(f"{self.step.place}.{name}", array)
+        return self.tape.initializer(f"{self.step.place}.{name}", array, weight=True)
 
     def constant(self, label: str, values: Any, dtype: Any = np.int64) -> str:
         """An initializer that is not a slot (a shape, a table), named `{place}.{kind}/{label}`."""

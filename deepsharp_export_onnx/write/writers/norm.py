@@ -11,6 +11,7 @@ from __future__ import annotations
 from deepsharp.layers.norm import (
     BatchNormStep, GroupNormStep, InstanceNormStep, LayerNormStep, RmsNormStep,
 )
+from deepsharp_export_onnx.write.masked_nodes import masked_group_norm_nodes
 from deepsharp_export_onnx.write.nodes import Emit
 from deepsharp_export_onnx.write.spatial_nodes import norm_node
 from deepsharp_export_onnx.values import Value
@@ -43,13 +44,29 @@ def write_batch_norm(step: BatchNormStep, x: Value, w: Writing) -> Value:
     return _norm(step, x, w, "batch_norm_eval", ("weight", "bias", "running_mean", "running_var"))
 
 
-@writes(GroupNormStep, order=Order.CHANNELS_FIRST)
+def _masked_group_norm(step: GroupNormStep, x: Value, w: Writing) -> Value:
+    """Over a masked series, statistics from the real steps only (`masked_nodes`)."""
+    x = w.turn(x, Order.CHANNELS_LAST)
+    weight, bias = _slots(step, w, "weight", "bias")
+    y = masked_group_norm_nodes(Emit(w.tape, w.base), x.name, x.mask, channels=x.dims[-1],
+                                groups=step.groups(), eps=float(step.spec.eps), weight=weight,
+                                bias=bias)
+    return w.value(y, x.dims, x)
+
+
+@writes(GroupNormStep, order=None)
 def write_group_norm(step: GroupNormStep, x: Value, w: Writing) -> Value:
+    if x.mask is not None:
+        return _masked_group_norm(step, x, w)
+    x = w.turn(x, Order.CHANNELS_FIRST)
     return _norm(step, x, w, "group_norm", ("weight", "bias"), groups=step.groups())
 
 
-@writes(InstanceNormStep, order=Order.CHANNELS_FIRST)
+@writes(InstanceNormStep, order=None)
 def write_instance_norm(step: InstanceNormStep, x: Value, w: Writing) -> Value:
+    if x.mask is not None:
+        return _masked_group_norm(step, x, w)
+    x = w.turn(x, Order.CHANNELS_FIRST)
     y = w.node("InstanceNormalization", [x.name, *_slots(step, w, "weight", "bias")],
                {"epsilon": float(step.spec.eps)})
     return w.value(y, x.dims, x)

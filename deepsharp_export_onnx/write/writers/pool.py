@@ -3,12 +3,17 @@ GlobalAveragePool/GlobalMaxPool or a ReduceMean/ReduceMax over the places (in ei
 adaptive pools -> a pool whose window is the bin where every bin is as wide, else the exact
 composition: the places in one row, a product by the bins' averaging matrix (average) or a
 gather of every bin's places and a ReduceMax (max), then the bins laid out again. Over a series'
-free length, the bins are worked out in the graph (`compositions`)."""
+free length, the bins are worked out in the graph (`compositions`). Over a masked series, the
+global pools and attention pooling are written with the mask (`masked_nodes`)."""
 
 from __future__ import annotations
 
+from deepsharp.layers.attention_pool import AttentionPoolStep
 from deepsharp.layers.pool import AdaptivePoolStep, GlobalPoolStep, PoolStep
 from deepsharp_export_onnx.compositions import adaptive_pool_over_length
+from deepsharp_export_onnx.write.masked_nodes import (
+    attention_pool_nodes, masked_max_nodes, masked_mean_nodes,
+)
 from deepsharp_export_onnx.write.nodes import Emit
 from deepsharp_export_onnx.write.spatial_nodes import adaptive_pool_nodes, pool_node_form
 from deepsharp_export_onnx.values import Value
@@ -17,8 +22,16 @@ from deepsharp_export_onnx.write.writers.windows import window_dims
 from layout import Order
 
 
+def refuse_mask(x: Value, w: Writing, why: str) -> None:
+    """A layer that cannot leave a series' padding out refuses the mask riding with it (the
+    network refuses it too, at run time)."""
+    if x.mask is not None:
+        raise w.refuse(f"the series reaching it carries a mask, and {why}")
+
+
 @writes(PoolStep, order=Order.CHANNELS_FIRST)
 def write_pool(step: PoolStep, x: Value, w: Writing) -> Value:
+    refuse_mask(x, w, "a window of steps would take padded steps in")
     spec = step.spec
     places = x.dims[2:]
     op, attrs = pool_node_form(spec.primitive, spec.attrs(), places)
@@ -32,6 +45,8 @@ _GLOBAL = {"mean": ("GlobalAveragePool", "ReduceMean"), "max": ("GlobalMaxPool",
 
 @writes(GlobalPoolStep, order=None)
 def write_global_pool(step: GlobalPoolStep, x: Value, w: Writing) -> Value:
+    if x.mask is not None:
+        return _write_masked_global_pool(step, x, w)
     whole, reduce = _GLOBAL[step.spec.primitive]
     first = x.order is Order.CHANNELS_FIRST
     channel = 1 if first else x.rank - 1
@@ -47,8 +62,19 @@ def write_global_pool(step: GlobalPoolStep, x: Value, w: Writing) -> Value:
     return w.value(y, dims, x, order=x.order if keep else Order.CHANNELS_LAST)
 
 
+def _write_masked_global_pool(step: GlobalPoolStep, x: Value, w: Writing) -> Value:
+    """Over the real steps of a masked series only (`masked_nodes`)."""
+    x = w.turn(x, Order.CHANNELS_LAST)
+    keep = int(step.spec.keep_axes)
+    nodes = masked_mean_nodes if step.spec.primitive == "mean" else masked_max_nodes
+    y = nodes(Emit(w.tape, w.base), x.name, x.mask, keep)
+    dims = (x.dims[0], 1, x.dims[2]) if keep else (x.dims[0], x.dims[2])
+    return w.value(y, dims, x, mask=None, order=Order.CHANNELS_LAST)
+
+
 @writes(AdaptivePoolStep, order=Order.CHANNELS_FIRST)
 def write_adaptive_pool(step: AdaptivePoolStep, x: Value, w: Writing) -> Value:
+    refuse_mask(x, w, "its bins would be cut from the padded length, not each series' own")
     places, sizes = x.dims[2:], tuple(step.output_shape)[:-1]
     dims = (x.dims[0], x.dims[1], *sizes)
     average = step.spec.primitive == "adaptive_avg_pool"
@@ -60,3 +86,10 @@ def write_adaptive_pool(step: AdaptivePoolStep, x: Value, w: Writing) -> Value:
         return w.value(y, dims, x)
     y = adaptive_pool_nodes(Emit(w.tape, w.base), x.name, x.dims, sizes, average, x.elem_type)
     return w.value(y, dims, x)
+
+
+@writes(AttentionPoolStep)
+def write_attention_pool(step: AttentionPoolStep, x: Value, w: Writing) -> Value:
+    y = attention_pool_nodes(Emit(w.tape, w.base), x.name, x.mask,
+                             w.slot("weight", step.weight._data))
+    return w.value(y, (x.dims[0], x.dims[2]), x, mask=None)

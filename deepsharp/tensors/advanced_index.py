@@ -1,0 +1,134 @@
+"""Indexing with integer and bool arrays, as numpy and PyTorch read it.
+
+`x[idx]`, `x[:, idx]`, `x[idx1, idx2]`, `x[mask]`: the integers, slices and None are applied first
+(slice and reshape records), then one index array is a gather along its axis and several are one
+`index_nd` record (ONNX GatherND) on the axes they index. Where the result's index axes go follows
+numpy: in place of the indexed axes when the array (and integer) indices stand next to each other,
+else first.
+
+A bool mask is turned into the integer positions of its True entries, which reads its values: the
+result's size depends on them, so a trace refuses a mask computed from its inputs (data dependent,
+naming this indexing). A constant mask traces as constant positions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from deepsharp.errors import OpError
+
+MASK_READ = ("indexing with a bool mask (x[mask]), whose result size depends on the mask's "
+             "values,")
+
+
+def is_advanced(index: Any) -> bool:
+    from deepsharp.tensors.tensor import Tensor
+
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(p, (Tensor, np.ndarray, list)) or isinstance(p, (bool, np.bool_))
+               for p in parts)
+
+
+def _as_index(part: Any):
+    """An array part as (kind, value): ("array", int64 Tensor) or ("mask", bool Tensor)."""
+    from deepsharp.tensors.tensor import Tensor
+
+    if isinstance(part, (bool, np.bool_)):
+        raise OpError("indexing with a Python bool (x[True]) is not supported; index with a bool "
+                      "tensor of the indexed axes' shape")
+    tensor = part if isinstance(part, Tensor) else Tensor(np.asarray(part))
+    if tensor.dtype == np.bool_:
+        if tensor.ndim == 0:
+            raise OpError("indexing with a 0-d bool tensor is not supported")
+        return "mask", tensor
+    if tensor.dtype.kind not in "iu":
+        raise OpError(f"indexing with an array needs integers or bools, received {tensor.dtype}")
+    return "array", tensor if tensor.dtype == np.int64 else tensor.astype(np.int64)
+
+
+def _expand(tensor, index: tuple) -> list[tuple[str, Any]]:
+    """(kind, value) per indexed axis or new axis: masks become one array per axis they cover,
+    the ellipsis whole slices."""
+    from deepsharp.tensors.tensor import Tensor
+
+    parts: list[tuple[str, Any]] = []
+    for p in index:
+        if p is None:
+            parts.append(("none", None))
+        elif p is Ellipsis:
+            parts.append(("ellipsis", None))
+        elif isinstance(p, slice):
+            parts.append(("slice", p))
+        elif isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
+            parts.append(("int", int(p)))
+        else:
+            parts.append(_as_index(p))
+    used = sum(p[1].ndim if p[0] == "mask" else 1 for p in parts
+               if p[0] not in ("none", "ellipsis"))
+    if sum(1 for p in parts if p[0] == "ellipsis") > 1:
+        raise OpError("indexing: an index can only have a single ellipsis")
+    if used > tensor.ndim:
+        raise OpError(f"indexing: too many indices ({used}) for a tensor of rank {tensor.ndim}")
+    out: list[tuple[str, Any]] = []
+    axis = 0
+    for kind, value in parts:
+        if kind == "ellipsis":
+            out.extend([("slice", slice(None))] * (tensor.ndim - used))
+            axis += tensor.ndim - used
+        elif kind == "mask":
+            covered = tensor.shape[axis:axis + value.ndim]
+            if value.shape != covered:
+                raise OpError(f"indexing: the bool mask {value.shape} must have the shape of the "
+                              f"axes it indexes, {covered}")
+            positions = np.nonzero(value._read(MASK_READ))
+            out.extend(("array", Tensor(p.astype(np.int64))) for p in positions)
+            axis += value.ndim
+        else:
+            out.append((kind, value))
+            axis += kind != "none"
+    out.extend([("slice", slice(None))] * (tensor.ndim - axis))
+    return out
+
+
+def getitem(tensor, index: Any):
+    from deepsharp.tensors.indexing import getitem as basic_getitem
+    from deepsharp.tensors.tensor import apply
+
+    parts = _expand(tensor, index if isinstance(index, tuple) else (index,))
+    advanced = [i for i, (kind, _) in enumerate(parts) if kind in ("int", "array")]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    basic, arrays, position = [], [], 0
+    for kind, value in parts:
+        if kind == "array":
+            basic.append(slice(None))
+            arrays.append((position, value))
+        else:
+            basic.append(None if kind == "none" else value)
+        position += kind in ("array", "slice", "none")
+    y = basic_getitem(tensor, tuple(basic))
+    if not arrays:
+        return y
+    first = arrays[0][0]
+    target = first if adjacent else 0  # numpy: in place when next to each other, else first
+    if len(arrays) == 1:
+        result = apply("gather", y, arrays[0][1], axis=first)
+        return _move_block(result, first, arrays[0][1].ndim, target)
+    axes = [a for a, _ in arrays]
+    order = axes + [a for a in range(y.ndim) if a not in axes]
+    moved = y if order == list(range(y.ndim)) else apply("transpose", y, perm=tuple(order))
+    result = apply("index_nd", moved, *(i for _, i in arrays))
+    return _move_block(result, 0, result.ndim - (y.ndim - len(arrays)), target)
+
+
+def _move_block(result, start: int, width: int, target: int):
+    """The `width` axes from `start` moved to begin at `target`."""
+    from deepsharp.tensors.tensor import apply
+
+    if start == target:
+        return result
+    rest = [a for a in range(result.ndim) if not start <= a < start + width]
+    block = list(range(start, start + width))
+    order = rest[:target] + block + rest[target:]
+    return apply("transpose", result, perm=tuple(order))

@@ -1,0 +1,79 @@
+"""New tensors: filled in another's shape (`zeros_like`, `ones_like`, `full_like`: a record when
+that tensor is traced, so the graph follows its symbolic axes), or from numbers (`zeros`, `ones`,
+`full`: constants; `arange`: a constant unless its end is a traced size)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from deepsharp.errors import OpError
+from deepsharp.tensors import modes
+from deepsharp.tensors.api.shape import sizes_of
+from deepsharp.tensors.tensor import Tensor, apply, as_tensor
+
+
+def dtype_of(op: str, dtype: Any, default: Any) -> np.dtype:
+    """numpy's reading of `dtype` ("float32", np.int64, bool), or `default`."""
+    if dtype is None:
+        return np.dtype(default)
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise OpError(f"{op}: dtype {dtype!r} is not a numpy dtype (give e.g. 'float32', "
+                      f"np.int64 or bool)") from None
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Tensor:
+    """`fill_value` in x's shape, in x's dtype unless `dtype` is given. It carries no gradient."""
+    x = as_tensor(x)
+    kind = dtype_of("full_like", dtype, x.dtype)
+    return apply("full_like", x, value=np.asarray(fill_value, kind).item(), dtype=kind.str)
+
+
+def zeros_like(x: Any, dtype: Any = None) -> Tensor:
+    return full_like(x, 0, dtype)
+
+
+def ones_like(x: Any, dtype: Any = None) -> Tensor:
+    return full_like(x, 1, dtype)
+
+
+def full(size: Any, fill_value: Any, dtype: Any = None) -> Tensor:
+    """A constant of shape `size`; a float fill takes the default float type, as PyTorch."""
+    value = np.asarray(fill_value)
+    default = modes.default_float() if value.dtype.kind == "f" else value.dtype
+    if value.dtype.kind in "iu":
+        default = np.int64
+    return Tensor(np.full(sizes_of("full", (size,)), fill_value, dtype_of("full", dtype, default)))
+
+
+def zeros(*size: Any, dtype: Any = None) -> Tensor:
+    return Tensor(np.zeros(sizes_of("zeros", size), dtype_of("zeros", dtype,
+                                                              modes.default_float())))
+
+
+def ones(*size: Any, dtype: Any = None) -> Tensor:
+    return Tensor(np.ones(sizes_of("ones", size), dtype_of("ones", dtype, modes.default_float())))
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
+    """start, start + step, ... below `end` (0..start-1 with one argument): int64 for integer
+    arguments, the default float type otherwise (PyTorch's rule).
+
+    In a trace, an `end` equal to a symbolic size (`arange(x.shape[1])`, `arange(1, x.shape[1])`)
+    gives a result whose length follows that size: a `Range` fed by `Shape` (the size is known by
+    its traced value, as a reshape's are; docs/tracing.md). Otherwise the result is a constant."""
+    if end is None:
+        start, end = 0, start
+    values = [v._read("arange()") if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if any(np.asarray(v).ndim for v in values):
+        raise OpError(f"arange: start, end and step must be numbers, received {values!r}")
+    if float(values[2]) == 0:
+        raise OpError("arange: step must not be zero")
+    integral = all(np.asarray(v).dtype.kind in "iub" for v in values)
+    default = np.int64 if integral else modes.default_float()
+    start, end, step = (np.asarray(v).item() for v in values)
+    return apply("arange", start=start, stop=end, step=step,
+                 dtype=dtype_of("arange", dtype, default).str)

@@ -1,0 +1,141 @@
+"""Choosing entries by index, condition or order, as PyTorch: `gather(dim, index)` is elementwise
+along dim (numpy's take_along_axis), `index_select(dim, index)` takes whole slices, `where` and
+`masked_fill` choose by a bool condition, `topk`/`sort` give (values, indices), equal values in
+their order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from deepsharp.errors import OpError
+from deepsharp.tensors import keywords as kw
+from deepsharp.tensors.api.reduce import ValuesIndices
+from deepsharp.tensors.tensor import Tensor, apply, as_tensor
+
+
+def _index(op: str, index: Any) -> Tensor:
+    index = index if isinstance(index, Tensor) else Tensor(np.asarray(index))
+    if index.dtype.kind not in "iu":
+        raise OpError(f"{op}: index must hold integers, received {index.dtype}")
+    return index if index.dtype == np.int64 else index.astype(np.int64)
+
+
+def gather(x: Tensor, dim: Any, index: Any) -> Tensor:
+    """PyTorch's gather: out[i][j] = x[i][index[i][j]] for dim 1; index has x's rank and no
+    larger a size on the other axes. (It is not numpy's take, which is `index_select`.)"""
+    index = _index("gather", index)
+    return apply("take_along_axis", x, index, axis=kw.axis("gather", dim, x.ndim))
+
+
+def take_along_axis(x: Tensor, indices: Any, axis: Any = None, *, dim: Any = None) -> Tensor:
+    """numpy's take_along_axis (PyTorch's take_along_dim): as gather, the index broadcast
+    against x on the other axes first."""
+    index = _index("take_along_axis", indices)
+    at = kw.one_dim("take_along_axis", dim, axis, x.ndim)
+    if at is None:
+        x, at = x.reshape(-1), 0
+    if index.ndim != x.ndim:
+        raise OpError(f"take_along_axis: indices of rank {index.ndim} for a tensor of rank "
+                      f"{x.ndim}")
+    shape = tuple(n if i == at else max(n, m) for i, (n, m) in enumerate(zip(index.shape, x.shape)))
+    if index.shape != shape:  # broadcast by adding zeros made from x: a trace follows its axes
+        zeros = apply("full_like", x.select(at, 0).unsqueeze(at), value=0, dtype="<i8")
+        index = apply("add", index, zeros)
+    if x.shape[:at] + x.shape[at + 1:] != shape[:at] + shape[at + 1:]:
+        x = apply("expand", x, shape=shape[:at] + (x.shape[at],) + shape[at + 1:])
+    return apply("take_along_axis", x, index, axis=at)
+
+
+def index_select(x: Tensor, dim: Any, index: Any) -> Tensor:
+    """The slices of `dim` at the positions of a 1-D `index` (numpy's take along an axis)."""
+    index = _index("index_select", index)
+    if index.ndim > 1:
+        raise OpError(f"index_select: index must be 1-D, received shape {index.shape}")
+    return apply("gather", x, index.reshape(-1), axis=kw.axis("index_select", dim, x.ndim))
+
+
+def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
+    """x where the bool `condition` holds, else y (broadcast together)."""
+    if x is None or y is None:
+        raise OpError("where(condition) with one argument is nonzero(): its result size "
+                      "depends on the values, which a graph cannot hold; give where(condition, "
+                      "x, y)")
+    condition = as_tensor(condition)
+    if condition.dtype != np.bool_:
+        raise OpError(f"where: the condition must be a bool tensor, received {condition.dtype} "
+                      f"(compare it first, e.g. x > 0)")
+    return apply("where", condition, x, y)
+
+
+def masked_fill(x: Tensor, mask: Any, value: Any) -> Tensor:
+    """x with `value` where the bool `mask` (broadcast to x) holds; `value` is a number or a 0-d
+    tensor, taken in x's dtype (its gradient is the sum over the filled places)."""
+    mask = as_tensor(mask)
+    if mask.dtype != np.bool_:
+        raise OpError(f"masked_fill: the mask must be a bool tensor, received {mask.dtype}")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise OpError(f"masked_fill: value must be a number or a 0-d tensor, received "
+                          f"shape {value.shape}")
+        if value.dtype != x.dtype:
+            value = value.astype(x.dtype)
+    else:
+        value = Tensor(np.asarray(value, dtype=x.dtype))
+    result = apply("where", mask, value, x)
+    if result.shape != x.shape:
+        raise OpError(f"masked_fill: the mask {mask.shape} must broadcast to the tensor's shape "
+                      f"{x.shape}")
+    return result
+
+
+def topk(x: Tensor, k: int, dim: Any = None, largest: bool = True, sorted: bool = True, *,
+         axis: Any = None) -> ValuesIndices:
+    """(values, indices) of the k largest (or smallest) entries along `dim`, largest first
+    (smallest first when not `largest`); equal values keep their order."""
+    at = kw.one_dim("topk", dim, axis, x.ndim, default=-1)
+    size = x.shape[at] if x.ndim else 1
+    if not 0 <= int(k) <= size:
+        raise OpError(f"topk: k={k} is outside 0..{size} (the size of dim {at})")
+    values, indices = apply("topk", x, k=int(k), axis=at, largest=int(bool(largest)))
+    return ValuesIndices(values, indices)
+
+
+def sort(x: Tensor, dim: Any = None, descending: bool = False, stable: bool = False, *,
+         axis: Any = None) -> ValuesIndices:
+    """(values, indices) sorted along `dim`; equal values always keep their order (PyTorch's
+    stable=True, which its default allows)."""
+    at = kw.one_dim("sort", dim, axis, x.ndim, default=-1)
+    values, indices = apply("sort", x, axis=at, descending=int(bool(descending)))
+    return ValuesIndices(values, indices)
+
+
+def argsort(x: Tensor, dim: Any = None, descending: bool = False, stable: bool = False, *,
+            axis: Any = None) -> Tensor:
+    return sort(x, dim, descending, stable, axis=axis).indices
+
+
+def one_hot(ids: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 codes ids.shape + (num_classes,); num_classes -1 takes the largest id + 1 (read from
+    the values, so a trace refuses it: give the number)."""
+    ids = as_tensor(ids)
+    if int(num_classes) == -1:
+        values = ids._read("one_hot(num_classes=-1), which sizes the result by the largest id")
+        num_classes = int(values.max()) + 1 if values.size else 0
+    return apply("one_hot", ids, depth=int(num_classes))
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two axes (from `diagonal`), zeros above."""
+    return _trilu("tril", x, diagonal, 0)
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    return _trilu("triu", x, diagonal, 1)
+
+
+def _trilu(op: str, x: Tensor, diagonal: int, upper: int) -> Tensor:
+    if x.ndim < 2:
+        raise OpError(f"{op}: needs a tensor of rank 2 or more, received rank {x.ndim}")
+    return apply("trilu", x, upper=upper, k=int(diagonal))

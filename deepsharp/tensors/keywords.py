@@ -1,0 +1,62 @@
+"""PyTorch's keywords beside numpy's: `dim` or `axis`, `keepdim` or `keepdims`.
+
+Either spelling may be given, never both (that is an error naming both). Axes are checked against
+the rank, as PyTorch and numpy check them: an axis out of range is an error, never wrapped.
+
+    dims("sum", 2, None, ndim=3)        # (2,)
+    keep("sum", True, None)             # True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from deepsharp.errors import OpError
+
+
+def either(op: str, torch_name: str, torch_value: Any, numpy_name: str, numpy_value: Any,
+           default: Any = None) -> Any:
+    """The value given under PyTorch's or numpy's name (None = not given), else `default`."""
+    if torch_value is not None and numpy_value is not None:
+        raise OpError(f"{op}: give {torch_name} or {numpy_name}, not both (received "
+                      f"{torch_name}={torch_value!r}, {numpy_name}={numpy_value!r})")
+    value = torch_value if torch_value is not None else numpy_value
+    return default if value is None else value
+
+
+def keep(op: str, keepdim: Any, keepdims: Any) -> bool:
+    return bool(either(op, "keepdim", keepdim, "keepdims", keepdims, False))
+
+
+def axis(op: str, value: Any, ndim: int) -> int:
+    """One axis in 0..ndim-1 (a negative one counts from the end)."""
+    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+        raise OpError(f"{op}: dim must be an integer, received {value!r}")
+    value = int(value)
+    extent = max(ndim, 1)  # a 0-d tensor takes dim 0 or -1, as in PyTorch
+    if not -extent <= value < extent:
+        raise OpError(f"{op}: dim {value} is out of range for a tensor of rank {ndim} "
+                      f"(expected {-extent}..{extent - 1})")
+    return value % extent if ndim else 0
+
+
+def dims(op: str, dim: Any, axis_: Any, ndim: int) -> tuple[int, ...]:
+    """The axes a reduction runs over, sorted: all of them when neither is given. An empty tuple
+    is refused: PyTorch reads it as every axis, numpy as none."""
+    value = either(op, "dim", dim, "axis", axis_)
+    if value is None:
+        return tuple(range(ndim))
+    if isinstance(value, (tuple, list)) and not value:
+        raise OpError(f"{op}: dim=() reduces every axis in PyTorch and none in numpy; give "
+                      f"dim=None for every axis")
+    values: Sequence[Any] = value if isinstance(value, (tuple, list)) else (value,)
+    found = [axis(op, v, ndim) for v in values]
+    if len(set(found)) != len(found):
+        raise OpError(f"{op}: dim {tuple(values)!r} names an axis twice")
+    return tuple(sorted(found)) if ndim else ()
+
+
+def one_dim(op: str, dim: Any, axis_: Any, ndim: int, default: Any = None) -> int | None:
+    """The one axis an operation runs along (None when neither is given and no default)."""
+    value = either(op, "dim", dim, "axis", axis_, default)
+    return None if value is None else axis(op, value, ndim)

@@ -1,0 +1,252 @@
+"""The tensor vocabulary as `Tensor` methods, with PyTorch's names and meanings (numpy's
+keywords `axis`/`keepdims` accepted beside `dim`/`keepdim`). Each method is a line calling
+`deepsharp.tensors.api`, where the rules and the checks are; docs/tensors.md lists them all and
+every deliberate difference from PyTorch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from deepsharp.errors import OpError
+from deepsharp.tensors import api  # the submodules are bound once deepsharp.tensors is imported
+
+
+class Size(int):
+    """The number of elements (numpy's `x.size`), callable as PyTorch's `x.size()` (the shape) and
+    `x.size(dim)` (one axis's size)."""
+
+    _shape: tuple[int, ...]
+
+    def __new__(cls, shape: tuple[int, ...]) -> "Size":
+        size = super().__new__(cls, int(np.prod(shape, dtype=np.int64)))
+        size._shape = tuple(shape)
+        return size
+
+    def __call__(self, dim: Any = None) -> Any:
+        if dim is None:
+            return self._shape
+        from deepsharp.tensors.keywords import axis
+
+        return self._shape[axis("size", dim, len(self._shape))]
+
+
+def _apply(op: str, *inputs: Any, **attrs: Any) -> Any:
+    return api.shape.apply(op, *inputs, **attrs)  # tensor.apply, reached without a circular import
+
+
+def _reduction(name: str):
+    """The method calling `api.reduce.<name>(self, dim, keepdim, axis=, keepdims=)`."""
+
+    def method(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
+        return getattr(api.reduce, name)(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"See deepsharp.tensors.api.reduce.{name}."
+    return method
+
+
+class TensorMethods:
+    __slots__ = ()
+    __hash__ = object.__hash__  # identity, as PyTorch's: code keys dicts and sets by tensors
+
+    # -- what a tensor is -------------------------------------------------------------------
+    @property
+    def size(self) -> Size:
+        return Size(self.shape)
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    ndimension = dim
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise OpError("iteration over a 0-d tensor")
+        return (self.select(0, i) for i in range(self.shape[0]))
+
+    # -- comparisons and logic (bool results) -----------------------------------------------
+    def _compare(self, op: str, other: Any, reflected: bool = False) -> Any:
+        if not api.elementwise.comparable(other):
+            return NotImplemented
+        return _apply(op, other, self) if reflected else _apply(op, self, other)
+
+    def __eq__(self, other): return self._compare("equal", other)
+    def __ne__(self, other): return self._compare("not_equal", other)
+    def __lt__(self, other): return self._compare("less", other)
+    def __le__(self, other): return self._compare("less_equal", other)
+    def __gt__(self, other): return self._compare("greater", other)
+    def __ge__(self, other): return self._compare("greater_equal", other)
+    def eq(self, other): return _apply("equal", self, other)
+    def ne(self, other): return _apply("not_equal", self, other)
+    def lt(self, other): return _apply("less", self, other)
+    def le(self, other): return _apply("less_equal", self, other)
+    def gt(self, other): return _apply("greater", self, other)
+    def ge(self, other): return _apply("greater_equal", self, other)
+    less, less_equal, greater, greater_equal, not_equal = lt, le, gt, ge, ne
+
+    def logical_and(self, other): return _apply("logical_and", self, other)
+    def logical_or(self, other): return _apply("logical_or", self, other)
+    def logical_xor(self, other): return _apply("logical_xor", self, other)
+    def logical_not(self): return _apply("logical_not", self)
+
+    def _logic(self, op: str, symbol: str, other: Any = None, reflected: bool = False) -> Any:
+        api.elementwise.bool_only(symbol, self, other)
+        if other is None:
+            return _apply(op, self)
+        return _apply(op, other, self) if reflected else _apply(op, self, other)
+
+    def __and__(self, other): return self._logic("logical_and", "&", other)
+    def __rand__(self, other): return self._logic("logical_and", "&", other, True)
+    def __or__(self, other): return self._logic("logical_or", "|", other)
+    def __ror__(self, other): return self._logic("logical_or", "|", other, True)
+    def __xor__(self, other): return self._logic("logical_xor", "^", other)
+    def __rxor__(self, other): return self._logic("logical_xor", "^", other, True)
+    def __invert__(self): return self._logic("logical_not", "~")
+
+    def where(self, condition, other): return api.select.where(condition, self, other)
+    def masked_fill(self, mask, value): return api.select.masked_fill(self, mask, value)
+
+    # -- elementwise functions --------------------------------------------------------------
+    def sign(self): return _apply("sign", self)
+    def log1p(self): return _apply("log1p", self)
+    def rsqrt(self): return _apply("rsqrt", self)
+    def sin(self): return _apply("sin", self)
+    def cos(self): return _apply("cos", self)
+    def __abs__(self): return _apply("abs", self)
+    def __pos__(self): return self
+    def pow(self, exponent): return _apply("pow", self, exponent)
+    def maximum(self, other): return _apply("maximum", self, other)
+    def minimum(self, other): return _apply("minimum", self, other)
+
+    def clamp(self, min=None, max=None, *, a_min=None, a_max=None):
+        return api.elementwise.clamp(self, min, max, a_min=a_min, a_max=a_max)
+
+    clip = clamp
+
+    def softmax(self, dim=None, *, axis=None):
+        from deepsharp import functional
+
+        return functional.softmax(self, dim, axis=axis)
+
+    def log_softmax(self, dim=None, *, axis=None):
+        from deepsharp import functional
+
+        return functional.log_softmax(self, dim, axis=axis)
+
+    def matmul(self, other): return _apply("matmul", self, other)
+
+    # -- reductions and scans ---------------------------------------------------------------
+    sum, mean, max, min, amax, amin, argmax, argmin, prod, logsumexp, all, any = (
+        _reduction(n) for n in ("sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin",
+                                "prod", "logsumexp", "all", "any"))
+
+    def var(self, dim=None, unbiased=None, keepdim=None, *, correction=None, axis=None,
+            keepdims=None, ddof=None):
+        return api.reduce.var(self, dim, unbiased, keepdim, correction=correction, axis=axis,
+                              keepdims=keepdims, ddof=ddof)
+
+    def std(self, dim=None, unbiased=None, keepdim=None, *, correction=None, axis=None,
+            keepdims=None, ddof=None):
+        return api.reduce.std(self, dim, unbiased, keepdim, correction=correction, axis=axis,
+                              keepdims=keepdims, ddof=ddof)
+
+    def cumsum(self, dim=None, *, axis=None): return api.reduce.cumsum(self, dim, axis=axis)
+    def cumprod(self, dim=None, *, axis=None): return api.reduce.cumprod(self, dim, axis=axis)
+
+    # -- axes and shapes --------------------------------------------------------------------
+    def transpose(self, *dims): return api.shape.transpose(self, *dims)
+    swapaxes = swapdims = transpose
+    def permute(self, *dims): return api.shape.permute(self, *dims)
+    def t(self): return api.shape.t(self)
+
+    @property
+    def T(self): return api.shape.reverse(self)
+
+    @property
+    def mT(self): return api.shape.matrix_transpose(self)
+
+    def movedim(self, source, destination): return api.shape.movedim(self, source, destination)
+    moveaxis = movedim
+    def expand(self, *sizes): return api.shape.expand(self, *sizes)
+    def expand_as(self, other): return api.shape.expand(self, other.shape)
+    def view(self, *shape): return api.shape.view(self, *shape)
+    def view_as(self, other): return self.reshape(other.shape)
+    reshape_as = view_as
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return api.shape.flatten(self, start_dim, end_dim)
+
+    def unflatten(self, dim, sizes): return api.shape.unflatten(self, dim, sizes)
+    def squeeze(self, dim=None, *, axis=None): return api.shape.squeeze(self, dim, axis=axis)
+    def unsqueeze(self, dim=None, *, axis=None): return api.shape.unsqueeze(self, dim, axis=axis)
+    def flip(self, *dims, axis=None): return api.shape.flip(self, *dims, axis=axis)
+    def narrow(self, dim, start, length): return api.shape.narrow(self, dim, start, length)
+
+    # -- joining, splitting, copying --------------------------------------------------------
+    def split(self, split_size_or_sections, dim=None, *, axis=None):
+        return api.join.split(self, split_size_or_sections, dim, axis=axis)
+
+    def chunk(self, chunks, dim=None, *, axis=None):
+        return api.join.chunk(self, chunks, dim, axis=axis)
+
+    def unbind(self, dim=None, *, axis=None): return api.join.unbind(self, dim, axis=axis)
+    def repeat(self, *sizes): return api.join.repeat(self, *sizes)
+    def tile(self, *reps): return api.join.tile(self, *reps)
+
+    def repeat_interleave(self, repeats, dim=None, *, axis=None):
+        return api.join.repeat_interleave(self, repeats, dim, axis=axis)
+
+    # -- choosing entries -------------------------------------------------------------------
+    def gather(self, dim, index): return api.select.gather(self, dim, index)
+    def take_along_dim(self, indices, dim=None):
+        return api.select.take_along_axis(self, indices, dim)
+    def index_select(self, dim, index): return api.select.index_select(self, dim, index)
+
+    def topk(self, k, dim=None, largest=True, sorted=True, *, axis=None):
+        return api.select.topk(self, k, dim, largest, sorted, axis=axis)
+
+    def sort(self, dim=None, descending=False, stable=False, *, axis=None):
+        return api.select.sort(self, dim, descending, stable, axis=axis)
+
+    def argsort(self, dim=None, descending=False, stable=False, *, axis=None):
+        return api.select.argsort(self, dim, descending, stable, axis=axis)
+
+    def tril(self, diagonal=0): return api.select.tril(self, diagonal)
+    def triu(self, diagonal=0): return api.select.triu(self, diagonal)
+
+    # -- types and new tensors --------------------------------------------------------------
+    def to(self, target: Any = None, dtype: Any = None, **ignored: Any):
+        """`.to(dtype)`, `.to(other)` (its dtype), `.to("cpu")` (no change: every tensor is on
+        the CPU); another device is refused."""
+        target = dtype if target is None else target
+        if isinstance(target, TensorMethods):
+            target = target.dtype
+        if isinstance(target, str) and target.split(":")[0] in ("cpu", "cuda", "mps", "meta"):
+            if target.split(":")[0] != "cpu":
+                raise OpError(f"to({target!r}): deepsharp runs on the CPU only")
+            return self
+        if target is None:
+            return self
+        wanted = api.build.dtype_of("to", target, None)
+        return self if wanted == self.dtype else self.astype(wanted)
+
+    def type_as(self, other): return self.to(other.dtype)
+    def float(self): return self.to(np.float32)
+    def double(self): return self.to(np.float64)
+    def long(self): return self.to(np.int64)
+    def int(self): return self.to(np.int32)
+    def bool(self): return self.to(np.bool_)
+
+    def new_zeros(self, *size, dtype=None):
+        return api.build.zeros(*size, dtype=self.dtype if dtype is None else dtype)
+
+    def new_ones(self, *size, dtype=None):
+        return api.build.ones(*size, dtype=self.dtype if dtype is None else dtype)
+
+    def new_full(self, size, fill_value, dtype=None):
+        return api.build.full(size, fill_value, self.dtype if dtype is None else dtype)

@@ -1,0 +1,77 @@
+"""Gathers by index arrays: along one axis elementwise (PyTorch's gather, ONNX GatherElements), by
+several index arrays at once (numpy's `x[i, j]`, ONNX GatherND), and one-hot codes.
+
+Negative indices count from the end; an index out of range is an error naming it. Gradients
+scatter back, summing repeats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deepsharp.errors import OpError
+from deepsharp.tensors.primitives import primitive
+
+
+def check_range(op: str, indices: np.ndarray, size: int, where: str) -> None:
+    if indices.dtype.kind not in "iu":
+        raise OpError(f"{op}: indices must be integers, received {indices.dtype}")
+    if indices.size and (indices.min() < -size or indices.max() >= size):
+        bad = indices[(indices < -size) | (indices >= size)].flat[0]
+        raise OpError(f"{op}: index {int(bad)} is out of range for {where} of size {size}")
+
+
+def _along(index: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
+    """The fancy index picking a[..., index[...], ...] at every position of `index`."""
+    grid = list(np.ogrid[tuple(slice(n) for n in index.shape)])
+    grid[axis] = index
+    return tuple(grid)
+
+
+@primitive("take_along_axis")
+class TakeAlongAxis:
+    """out[..., i, ...] = a[..., index[..., i, ...], ...] along `axis`, PyTorch's gather: the
+    index has a's rank and no larger a size than a's on the other axes."""
+
+    def forward(a, index, *, axis):
+        if index.ndim != a.ndim or any(n > m for d, (n, m) in enumerate(zip(index.shape, a.shape))
+                                       if d != axis):
+            raise OpError(f"gather: the index {index.shape} must have the rank of the input "
+                          f"{a.shape} and no larger a size on the axes other than {axis}")
+        check_range("gather", index, a.shape[axis], f"axis {axis}")
+        return a[_along(index, axis)], None
+
+    def backward(grad, saved, a, index, *, axis):
+        full = np.zeros(a.shape, grad.dtype)
+        np.add.at(full, _along(index, axis), grad)
+        return full, None
+
+
+@primitive("index_nd")
+class IndexND:
+    """a[i0, i1, ..., ik-1]: k integer index arrays (broadcast together) into a's first k axes;
+    the result is their broadcast shape, then a's remaining axes (ONNX GatherND)."""
+
+    def forward(a, *indices):
+        for axis, index in enumerate(indices):
+            check_range("indexing", index, a.shape[axis], f"axis {axis}")
+        return a[tuple(indices)], None
+
+    def backward(grad, saved, a, *indices):
+        full = np.zeros(a.shape, grad.dtype)
+        np.add.at(full, tuple(indices), grad)
+        return (full,) + (None,) * len(indices)
+
+
+@primitive("one_hot", differentiable=False)
+class OneHot:
+    """ids (int64, any shape) -> ids.shape + (depth,) int64, 1 at each id (PyTorch's one_hot)."""
+
+    def forward(ids, *, depth):
+        if ids.dtype.kind not in "iu":
+            raise OpError(f"one_hot: ids must be integers, received {ids.dtype}")
+        if ids.size and (ids.min() < 0 or ids.max() >= depth):
+            bad = ids[(ids < 0) | (ids >= depth)].flat[0]
+            raise OpError(f"one_hot: class {int(bad)} is outside 0..{depth - 1} "
+                          f"(num_classes={depth})")
+        return (ids[..., None] == np.arange(depth)).astype(np.int64), None

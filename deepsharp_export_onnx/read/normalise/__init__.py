@@ -1,0 +1,102 @@
+"""The normalising pass the importer runs before any reader: a graph from any exporter and operator
+set becomes an equivalent graph in one form per layer.
+
+    model = normalise(model, output="probabilities")
+
+1. The output read is chosen (a graph with several must be told which), and the nodes it does
+   not need are dropped.
+2. `Constant` nodes become named constants (fold.py).
+3. Every value is annotated: onnx's shape inference, run at two probe sizes of the input's
+   symbols (the tape's `annotate_bare_values`), tells numbers from symbols.
+4. Until nothing changes: constant-only nodes are folded, shapes computed from `Shape` nodes are
+   written as constants (shapes.py), no-ops are dropped and one form is given to what exporters
+   write several ways (rewrite.py), and decompositions are fused (fuse.py); dead nodes go.
+
+Every step is exact: the normalised graph computes what the graph did.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from deepsharp_export_onnx.errors import ImportRefused
+from deepsharp_export_onnx.graph import annotate_bare_values
+from deepsharp_export_onnx.read.normalise.fold import constant_nodes, fold
+from deepsharp_export_onnx.read.normalise.fuse import FUSIONS
+from deepsharp_export_onnx.read.normalise.graph import Graph
+from deepsharp_export_onnx.read.normalise.rewrite import REWRITES
+from deepsharp_export_onnx.read.normalise.shapes import resolve_reshapes
+
+ROUNDS = 12
+MALFORMED = (IndexError, KeyError, ValueError, TypeError, AttributeError)
+INVENTED = "unk__"  # the prefix of the symbols onnx's inference makes up for unknown sizes
+BATCH = "batch"
+
+
+def normalise(model: onnx.ModelProto, output: str | None = None) -> onnx.ModelProto:
+    g = Graph(model, [choose_output(model, output)])
+    step = "reading the graph"
+    try:
+        _name_anonymous_batch(g)
+        constant_nodes(g)
+        g.prune()
+        annotate(g)
+        for _ in range(ROUNDS):
+            changed = False
+            for rule in (fold, resolve_reshapes, *REWRITES, *FUSIONS):
+                step = rule.__name__
+                changed |= rule(g)
+            g.prune()
+            if not changed:
+                break
+        return g.to_model()
+    except MALFORMED as error:  # a node a pass could not follow: said, not raised
+        raise ImportRefused([f"normalising ({step}): a malformed node ({type(error).__name__}: "
+                             f"{error})"]) from None
+
+
+def choose_output(model: onnx.ModelProto, output: str | None) -> onnx.ValueInfoProto:
+    outputs = list(model.graph.output)
+    names = [o.name for o in outputs]
+    if output is None:
+        if len(outputs) == 1:
+            return outputs[0]
+        raise ImportRefused([f"the graph has {len(outputs)} outputs {names}: choose the one to "
+                             f"read, OnnxFile(loss, output={names[-1]!r})"])
+    found = next((o for o in outputs if o.name == output), None)
+    if found is None:
+        raise ImportRefused([f"output={output!r}: the graph's outputs are {names}"])
+    return found
+
+
+def _name_anonymous_batch(g: Graph) -> None:
+    """An input whose first axis has neither a size nor a name (scikit-learn's converter writes
+    them so) gets the symbol `batch`, so inference can follow it."""
+    for index, info in enumerate(g.inputs):
+        dims = info.type.tensor_type.shape.dim if info.type.tensor_type.HasField("shape") else []
+        if dims and not dims[0].HasField("dim_value") and not dims[0].dim_param:
+            copy = onnx.ValueInfoProto()
+            copy.CopyFrom(info)
+            copy.type.tensor_type.shape.dim[0].dim_param = BATCH
+            g.inputs[index] = copy
+            g.note(copy)
+
+
+def annotate(g: Graph) -> None:
+    """Annotate every value: numbers where fixed, the input's symbols where they follow them
+    (inference at two probe sizes); where that fails (a graph strict inference refuses), what
+    onnx's symbolic inference finds, its made-up symbols left unknown."""
+    model = g.to_model()
+    del model.graph.value_info[:]
+    try:
+        symbolic = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:  # inference refusing a graph leaves its values bare: readers say what they miss
+        symbolic = model
+    for info in symbolic.graph.value_info:
+        g.note(info, invented=INVENTED)
+    try:
+        annotate_bare_values(model)
+    except Exception:
+        return
+    for info in model.graph.value_info:
+        g.note(info)

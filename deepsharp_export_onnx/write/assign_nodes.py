@@ -1,0 +1,114 @@
+"""ONNX nodes for the primitives that place values: `setitem` (an in-place write, recorded) and
+`arange` (a `Range` whose limit a symbolic size feeds).
+
+x[region] = value is written as Where(mask, placed, x): `mask` is True on the region, `placed` the
+value gathered along every axis the region takes part of, so each position of x finds the value
+meant for it. Over fixed axes both are constants; over a symbolic axis they are computed in the
+graph from the positions `Range(0, n)`, sliced with the bounds as written (ONNX's Slice counts
+negative bounds from the end, as Python does) and scattered back. A bool tensor is written with
+And/Or/Not (ONNX Runtime has no bool Where).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from onnx import TensorProto, helper
+
+from deepsharp.tracing import slices
+from deepsharp.tracing.symbols import Sym
+from deepsharp_export_onnx.write.nodes import Emit, writes_primitive
+
+
+def _scalar(emit: Emit, value: str, label: str) -> str:
+    return emit("Reshape", [value, emit.constant(f"{label}_scalar", np.zeros(0, np.int64))],
+                suffix=label)
+
+
+def _axis_of_rank(emit: Emit, vector: str, axis: int, rank: int, label: str) -> str:
+    shape = [1] * rank
+    shape[axis] = -1
+    return emit("Reshape", [vector, emit.constant(f"{label}_shape", shape)], suffix=label)
+
+
+def _fixed_axis(n: int, b: int, e: int, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The region's mask over an axis of fixed size n, and the value's index for each position."""
+    taken = list(range(n))[slice(b, e, s)]
+    mask = np.zeros(n, np.bool_)
+    place = np.zeros(n, np.int64)
+    mask[taken] = True
+    place[taken] = np.arange(len(taken))
+    return mask, place
+
+
+def _symbolic_axis(emit: Emit, dim: Sym, b: int, e: int, s: int, axis: int,
+                   placed: bool) -> tuple[str, str | None]:
+    """The same, computed in the graph at the axis's run-time size."""
+    label = f"axis{axis}"
+    zero, one = emit.constant(f"{label}_zero", np.asarray(0, np.int64)), \
+        emit.constant(f"{label}_one", np.asarray(1, np.int64))
+    n = _scalar(emit, emit.size(dim), f"{label}_size")
+    positions = emit("Range", [zero, n, one], suffix=f"{label}_positions")
+    bounds = [emit.constant(f"{label}_{k}", [v]) for k, v in (("start", b), ("end", e),
+                                                               ("axes", 0), ("step", s))]
+    taken = emit("Slice", [positions, *bounds], suffix=f"{label}_taken")
+    zeros = emit("Sub", [positions, positions], suffix=f"{label}_zeros")
+    ones = emit("Add", [emit("Sub", [taken, taken], suffix=f"{label}_taken_zeros"), one],
+                suffix=f"{label}_ones")
+    hits = emit("ScatterElements", [zeros, taken, ones], {"axis": 0}, suffix=f"{label}_hits")
+    mask = emit("Cast", [hits], {"to": TensorProto.BOOL}, suffix=f"{label}_mask")
+    if not placed:
+        return mask, None
+    count = emit("Size", [taken], suffix=f"{label}_count")
+    order = emit("Range", [zero, count, one], suffix=f"{label}_order")
+    return mask, emit("ScatterElements", [zeros, taken, order], {"axis": 0},
+                      suffix=f"{label}_place")
+
+
+@writes_primitive("setitem", dims=slices.setitem)
+def _setitem(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int]) -> str:
+    old, value = inputs
+    known, value_dims = emit.dims(0), emit.dims(1)
+    if known is None or value_dims is None:
+        raise ValueError("setitem is written from a trace only (its symbolic dims are needed)")
+    rank = len(known)
+    fixed_mask = np.ones((1,) * rank, np.bool_)
+    masks, placed = [], value
+    for axis, (dim, b, e, s, v) in enumerate(zip(known, attrs["starts"], attrs["stops"],
+                                                 attrs["steps"], value_dims)):
+        broadcast = not isinstance(v, Sym) and int(v) == 1
+        if isinstance(dim, Sym):
+            if slices.of_symbolic(dim.example, b, e, s).kind == "full":
+                continue
+            mask, place = _symbolic_axis(emit, dim, b, e, s, axis, not broadcast)
+            masks.append(_axis_of_rank(emit, mask, axis, rank, f"axis{axis}_mask_{rank}d"))
+        else:
+            if slices.of_fixed(int(dim), b, e, s) == "full":
+                continue
+            vector, index = _fixed_axis(int(dim), b, e, s)
+            fixed_mask = fixed_mask & vector.reshape([-1 if a == axis else 1 for a in range(rank)])
+            place = emit.constant(f"axis{axis}_place", index)
+        if not broadcast:
+            placed = emit("Gather", [placed, place], {"axis": axis}, suffix=f"axis{axis}_placed")
+    mask = emit.constant("mask", fixed_mask, np.bool_)
+    for k, runtime in enumerate(masks):
+        mask = emit("And", [mask, runtime], suffix=f"mask_{k}")
+    if emit.dtype_of(0) == np.bool_:
+        kept = emit("And", [emit("Not", [mask], suffix="outside"), old], suffix="kept")
+        return emit("Or", [emit("And", [mask, placed], suffix="written"), kept])
+    return emit("Where", [mask, placed, old])
+
+
+@writes_primitive("arange", dims=slices.arange)
+def _arange(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int]) -> str:
+    """Range(start, stop, step), its stop the symbolic size the trace read it as."""
+    dtype = np.dtype(attrs["dtype"])
+    stop = attrs.get("_stop", attrs["stop"])
+    limit = _scalar(emit, emit.size(stop), "stop")
+    if dtype != np.int64:
+        limit = emit("Cast", [limit], {"to": helper.np_dtype_to_tensor_dtype(dtype)},
+                     suffix="stop_cast")
+    start = emit.constant("start", np.asarray(attrs["start"], dtype), dtype)
+    step = emit.constant("step", np.asarray(attrs["step"], dtype), dtype)
+    return emit("Range", [start, limit, step])

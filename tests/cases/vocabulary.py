@@ -1,0 +1,58 @@
+"""Cases for the tensor vocabulary's differentiable primitives (deepsharp/tensors/ops/functions.py,
+reductions.py, sort.py, index.py, arrange.py, einsum.py): values kept apart from ties and kinks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.support.cases import away_from_zero, case, normal, positive
+
+
+def distinct(*shape: int) -> np.ndarray:
+    """Normal values, all different by at least 0.01 (no ties for max, sort, clamp)."""
+    values = np.random.default_rng(sum(shape) + len(shape)).permutation(int(np.prod(shape)))
+    return (values.reshape(shape) - values.size / 2) * 0.05 + normal(*shape) * 0.001
+
+
+case("sign")(lambda: ([away_from_zero(3, 4)], {}))
+case("log1p")(lambda: ([positive(3, 4) - 0.4], {}))
+case("rsqrt")(lambda: ([positive(3, 4)], {}))
+case("clamp", "both-numbers")(lambda: ([distinct(3, 5), np.array(-0.2), np.array(0.3)],
+                                       {"has_low": 1, "has_high": 1}))
+case("clamp", "tensor-low")(lambda: ([distinct(3, 5), distinct(5) * 0.5],
+                                     {"has_low": 1, "has_high": 0}))
+case("clamp", "tensor-high-broadcast")(lambda: ([distinct(3, 1), distinct(4) * 0.5 + 0.0137],
+                                                {"has_low": 0, "has_high": 1}))
+case("min")(lambda: ([distinct(2, 3, 4)], {"axes": (0, 2), "keepdims": 0}))
+case("max_along")(lambda: ([distinct(3, 4, 2)], {"axis": 1, "keepdims": 0}))
+case("min_along")(lambda: ([distinct(3, 4)], {"axis": 0, "keepdims": 1}))
+case("prod")(lambda: ([normal(2, 3, 4)], {"axes": (1, 2), "keepdims": 0}))
+case("prod", "with-zeros")(lambda: ([np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 1.5],
+                                              [1.2, -0.7, 2.0]])], {"axes": (1,), "keepdims": 1}))
+case("var")(lambda: ([normal(3, 5)], {"axes": (1,), "keepdims": 0, "correction": 1.0}))
+case("var", "population")(lambda: ([normal(2, 3, 4)], {"axes": (0, 2), "keepdims": 1,
+                                                       "correction": 0.0}))
+case("logsumexp")(lambda: ([normal(3, 4) * 3], {"axes": (1,), "keepdims": 0}))
+case("cumsum")(lambda: ([normal(3, 4)], {"axis": 1}))
+case("cumprod")(lambda: ([normal(4, 3)], {"axis": 0}))
+case("cumprod", "with-zeros")(lambda: ([np.array([[1.5, 0.0, 2.0, -1.0, 0.0, 0.5]])],
+                                       {"axis": 1}))
+case("take_along_axis")(lambda: ([normal(3, 4), np.array([[0, 3, 3], [1, 1, 2], [-1, 0, 2]])],
+                                 {"axis": 1}))
+case("index_nd")(lambda: ([normal(3, 4, 2), np.array([[0, 2], [2, 2]]), np.array([1, -1])], {}))
+case("topk")(lambda: ([distinct(3, 5)], {"k": 2, "axis": 1, "largest": 1}))
+case("topk", "smallest")(lambda: ([distinct(4, 3)], {"k": 3, "axis": 0, "largest": 0}))
+case("sort")(lambda: ([distinct(3, 5)], {"axis": -1, "descending": 0}))
+case("sort", "descending")(lambda: ([distinct(3, 5)], {"axis": 0, "descending": 1}))
+case("tile")(lambda: ([normal(2, 3)], {"reps": (2, 3)}))
+case("trilu", "lower")(lambda: ([normal(2, 4, 3)], {"upper": 0, "k": 0}))
+case("trilu", "upper")(lambda: ([normal(4, 3)], {"upper": 1, "k": -1}))
+case("einsum", "matmul")(lambda: ([normal(3, 4), normal(4, 2)], {"equation": "ij,jk->ik"}))
+case("einsum", "batched")(lambda: ([normal(2, 3, 4), normal(2, 4, 5)],
+                                   {"equation": "bij,bjk->bik"}))
+case("einsum", "outer")(lambda: ([normal(3), normal(4)], {"equation": "i,j->ij"}))
+case("einsum", "trace")(lambda: ([normal(4, 4)], {"equation": "ii->"}))
+case("einsum", "diagonal-sum-only")(lambda: ([normal(3, 3, 2), normal(5)],
+                                             {"equation": "iij,k->j"}))
+case("linear")(lambda: ([normal(2, 3, 4), normal(5, 4), normal(5)], {}))
+case("linear", "no-bias")(lambda: ([normal(3, 4), normal(2, 4)], {}))

@@ -1,0 +1,125 @@
+"""Networks that take series and images channels-first (from_channels_first / to_channels_first):
+the layers, their export (no node of their own), and graphs from PyTorch read that way or, when
+asked, channels-last."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deepsharp import CrossEntropy, MeanSquaredError, RandomStream, Sequential, Shape
+from deepsharp.errors import ShapeError
+from deepsharp_export_onnx import ImportRefused, OnnxExport, OnnxFile
+from tests.support.foreign import Foreign, run_graph, tolerance
+from tests.support.layers import check_layer
+
+IMAGE = Shape(2, 6, 5)  # channels, height, width
+
+
+def test_the_turns_by_hand():
+    x = np.arange(2 * 2 * 3, dtype=np.float32).reshape(1, 2, 2, 3)  # (batch, C, H, W)
+    network = Sequential().from_channels_first().lower(Shape(2, 2, 3), RandomStream(0))
+    np.testing.assert_array_equal(network(x), np.moveaxis(x, 1, -1))
+    assert network.output_shape == Shape(2, 3, 2)
+    back = Sequential().from_channels_first().to_channels_first().lower(Shape(2, 2, 3))
+    np.testing.assert_array_equal(back(x), x)
+
+
+def test_an_image_network_taking_channels_first():
+    report = check_layer(Sequential().from_channels_first().conv2d(4, 3, padding=1).relu()
+                         .to_channels_first(), IMAGE)
+    assert [n.op_type for n in report.model.graph.node] == ["Conv", "Relu"]  # PyTorch's own
+    assert report.imported.data_format == "channels_first"
+
+
+def test_training_only_layers_keep_their_places_between_the_turns():
+    report = check_layer(Sequential().from_channels_first().conv2d(3, 3).dropout(0.2).relu()
+                         .to_channels_first().spatial_dropout(0.1), IMAGE, gradients=False)
+    assert str(report.imported.spec) == ("Sequential().from_channels_first().conv2d(3, 3)"
+                                         ".dropout(0.2).relu().to_channels_first()"
+                                         ".spatial_dropout(0.1)")
+
+
+def test_a_series_network_taking_channels_first_turns_once_for_its_dense():
+    report = check_layer(Sequential().from_channels_first().conv1d(3, 3).relu().dense(2),
+                         Shape(4, 9))
+    x = report.model.graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in x] == ["batch", 4, "steps"]
+    assert report.count("Transpose") == 1
+
+
+def test_the_summary_says_so():
+    network = Sequential().from_channels_first().conv2d(4, 3).lower(IMAGE, RandomStream(0))
+    assert network.data_format == "channels_first"
+    assert "data format: channels_first: takes (batch, 2, 6, 5)" in network.summary()
+    assert "data format" not in Sequential().dense(2).lower(Shape(3)).summary()
+
+
+def test_a_batch_with_other_channels_is_refused():
+    network = Sequential().from_channels_first().conv2d(4, 3).lower(IMAGE, RandomStream(0))
+    with pytest.raises(ShapeError, match="expected a batch of examples of shape 2x6x5"):
+        network(np.zeros((1, 3, 6, 5), np.float32))
+
+
+def test_a_turn_needs_places():
+    with pytest.raises(ShapeError, match="from_channels_first\\(\\) at place 0 cannot take an "
+                                         "input of shape 4: needs a series or an image"):
+        Sequential().from_channels_first().lower(Shape(4))
+
+
+def test_a_pytorch_cnn_read_as_the_graph_takes_it():
+    case = Foreign.load("cnn.ts17")
+    network = case.read()
+    assert network.data_format == "channels_first"
+    assert str(network.spec).startswith("Sequential().from_channels_first().conv2d(6, 3")
+    assert network.input_shape == Shape(3, 12, 12)
+
+
+def test_a_pytorch_cnn_read_channels_last_when_asked():
+    case = Foreign.load("cnn.dynamo18")
+    network = OnnxFile(CrossEntropy(), data_format="channels_last").read(case.model)
+    assert network.data_format == "channels_last" and network.input_shape == Shape(12, 12, 3)
+    turned = np.ascontiguousarray(np.moveaxis(case.x, 1, -1))
+    np.testing.assert_allclose(network.predict(turned, case.loss), case.y, rtol=0,
+                               atol=tolerance(case.y))
+    again = OnnxExport(network.input_shape).to_model(network, case.loss)
+    np.testing.assert_allclose(run_graph(again, turned), case.y, rtol=0, atol=tolerance(case.y))
+
+
+def test_a_series_output_is_given_back_channels_first():
+    case = Foreign.load("conv1d_series.ts17")
+    network = case.read()
+    assert str(network.spec).endswith(".to_channels_first()")
+    assert network.output_shape == Shape(3, 6)
+    last = OnnxFile(MeanSquaredError(), data_format="channels_last").read(case.model)
+    np.testing.assert_allclose(last.predict(np.moveaxis(case.x, 1, -1), case.loss),
+                               np.moveaxis(case.y, 1, -1), rtol=0, atol=tolerance(case.y))
+
+
+def test_a_channels_last_graph_read_channels_first_when_asked():
+    spec = Sequential().conv2d(3, 3).relu().global_avg_pool().dense(2)
+    network = spec.lower(Shape(6, 5, 2), RandomStream(1))
+    data = OnnxExport(Shape(6, 5, 2)).to_bytes(network, MeanSquaredError())
+    first = OnnxFile(MeanSquaredError(), data_format="channels_first").read(data)
+    assert first.input_shape == Shape(2, 6, 5)
+    x = np.random.default_rng(0).standard_normal((3, 6, 5, 2)).astype(np.float32)
+    np.testing.assert_allclose(first.predict(np.moveaxis(x, -1, 1), MeanSquaredError()),
+                               network.predict(x, MeanSquaredError()), rtol=0, atol=1e-6)
+
+
+def test_the_choices_are_checked():
+    with pytest.raises(ImportRefused, match="data_format must be None or one of"):
+        OnnxFile(MeanSquaredError(), data_format="NCHW")
+    with pytest.raises(ImportRefused, match="output must be the name of a graph output"):
+        OnnxFile(MeanSquaredError(), output=1)
+
+
+def test_a_pytorch_cnn_read_saves_and_loads_as_it_was(tmp_path):
+    from deepsharp import load
+
+    case = Foreign.load("cnn.dynamo17")
+    network = case.read()
+    network.save(tmp_path / "cnn.deepsharp")
+    again = load(tmp_path / "cnn.deepsharp")
+    assert again.data_format == "channels_first" and again.spec == network.spec
+    np.testing.assert_array_equal(again.predict(case.x, case.loss), network.predict(case.x, case.loss))

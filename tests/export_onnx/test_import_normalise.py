@@ -1,0 +1,179 @@
+"""The normalising pass: each form a graph may take reads as the one form its reader knows, and
+the graph computes the same numbers after it (checked in ONNX Runtime)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from deepsharp import BinaryCrossEntropy, MeanSquaredError
+from deepsharp_export_onnx import OnnxFile
+from deepsharp_export_onnx.read.normalise import normalise
+from tests.support.foreign import run_graph
+
+RNG = np.random.default_rng(4)
+W = RNG.standard_normal((3, 2)).astype(np.float32)
+B = RNG.standard_normal(2).astype(np.float32)
+
+
+def graph(nodes, initializers=(), opset=13, out_dims=("batch", 2), in_dims=("batch", 3),
+          outputs=None) -> onnx.ModelProto:
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(in_dims))],
+        outputs or [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_dims))],
+        initializer=[numpy_helper.from_array(a, n) for n, a in initializers])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def constant(name: str, **form) -> onnx.NodeProto:
+    return helper.make_node("Constant", [], [name], name=name, **form)
+
+
+def reads_as(model: onnx.ModelProto, expected: str, loss=MeanSquaredError()):
+    onnx.checker.check_model(model)
+    network = OnnxFile(loss).read(model)
+    assert str(network.spec) == expected
+    x = RNG.standard_normal((4, *[d for d in _dims(model.graph.input[0])[1:]])).astype(np.float32)
+    np.testing.assert_allclose(network.predict(x, loss), run_graph(model, x), rtol=0, atol=1e-5)
+    return network
+
+
+def _dims(info):
+    return [d.dim_value or 1 for d in info.type.tensor_type.shape.dim]
+
+
+def test_constants_in_every_attribute_form():
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(W.reshape(-1)), numpy_helper.from_array(np.arange(6, dtype=np.int64)),
+        [3, 2])
+    nodes = [constant("w", sparse_value=sparse), constant("b", value_floats=B.tolist()),
+             constant("shape", value_ints=[-1, 2]), constant("half", value_float=0.5),
+             constant("one", value_int=1), constant("t", value=numpy_helper.from_array(W)),
+             helper.make_node("MatMul", ["x", "w"], ["h"], name="dense"),
+             helper.make_node("Add", ["h", "b"], ["z"], name="bias"),
+             helper.make_node("Reshape", ["z", "shape"], ["y0"], name="same_shape"),
+             helper.make_node("Cast", ["one"], ["one_float"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["half", "one_float"], ["scale"]),
+             helper.make_node("LeakyRelu", ["y0"], ["y"], alpha=0.1)]
+    reads_as(graph(nodes), "Sequential().dense(2).leaky_relu(slope=0.1)")
+
+
+def test_no_ops_are_dropped():
+    nodes = [helper.make_node("Identity", ["x"], ["a"]),
+             helper.make_node("Cast", ["a"], ["b"], to=TensorProto.FLOAT),
+             helper.make_node("MatMul", ["b", "w"], ["c"]),
+             helper.make_node("Dropout", ["c", "ratio", "training"], ["d", "mask"]),
+             helper.make_node("Transpose", ["d"], ["e"], perm=[0, 1]),
+             helper.make_node("Tanh", ["e"], ["y"])]
+    inits = [("w", W), ("ratio", np.array(0.3, np.float32)), ("training", np.array(False))]
+    reads_as(graph(nodes, inits), "Sequential().dense(2, bias=False).tanh()")
+
+
+def test_a_dropout_in_training_form_is_not_a_no_op():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["c"]),
+             helper.make_node("Dropout", ["c", "ratio", "training"], ["y"], name="drop")]
+    inits = [("w", W), ("ratio", np.array(0.3, np.float32)), ("training", np.array(True))]
+    with pytest.raises(Exception, match="node 'drop' \\(Dropout\\): no reader for op type Dropout"):
+        OnnxFile(MeanSquaredError()).read(graph(nodes, inits))
+
+
+@pytest.mark.parametrize("form", ["torchscript", "dynamo", "scaled-by-reciprocal-root"])
+def test_decomposed_gelu_is_one_node(form):
+    root, half, one = (np.array(v, np.float32) for v in (math.sqrt(2.0), 0.5, 1.0))
+    inits = [("w", W), ("root", root), ("half", half), ("one", one),
+             ("inverse", np.array(1 / math.sqrt(2.0), np.float32))]
+    scaled = (helper.make_node("Mul", ["h", "inverse"], ["s"]) if form.startswith("scaled")
+              else helper.make_node("Div", ["h", "root"], ["s"]))
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), scaled,
+             helper.make_node("Erf", ["s"], ["e"]), helper.make_node("Add", ["e", "one"], ["p"])]
+    if form == "dynamo":
+        nodes += [helper.make_node("Mul", ["half", "p"], ["q"]),
+                  helper.make_node("Mul", ["h", "q"], ["y"])]
+    else:
+        nodes += [helper.make_node("Mul", ["h", "p"], ["q"]),
+                  helper.make_node("Mul", ["q", "half"], ["y"])]
+    reads_as(graph(nodes, inits), "Sequential().dense(2, bias=False).gelu()")
+
+
+@pytest.mark.parametrize("square", ["Pow", "Mul"])
+def test_decomposed_layer_norm_is_one_node(square):
+    inits = [("w", W), ("two", np.array(2.0, np.float32)), ("eps", np.array(1e-5, np.float32)),
+             ("scale", (B + 1).astype(np.float32)), ("shift", B)]
+    squared = (helper.make_node("Pow", ["d", "two"], ["d2"]) if square == "Pow"
+               else helper.make_node("Mul", ["d", "d"], ["d2"]))
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("ReduceMean", ["h"], ["m"], axes=[-1]),
+             helper.make_node("Sub", ["h", "m"], ["d"]), squared,
+             helper.make_node("ReduceMean", ["d2"], ["v"], axes=[-1]),
+             helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+             helper.make_node("Div", ["d", "s"], ["n"]), helper.make_node("Mul", ["n", "scale"], ["a"]),
+             helper.make_node("Add", ["a", "shift"], ["y"])]
+    reads_as(graph(nodes, inits), "Sequential().dense(2, bias=False).layer_norm()")
+
+
+def test_a_flatten_computed_from_the_shape():
+    """x.view(x.size(0), -1) after a global pool: Shape, Gather, Unsqueeze, Concat, Reshape."""
+    kernel = RNG.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "k"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["c"], ["p"]),
+             helper.make_node("Shape", ["p"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+             helper.make_node("Concat", ["n1", "rest"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["p", "shape"], ["f"]),
+             helper.make_node("Gemm", ["f", "w", "b"], ["y"], transB=1)]
+    inits = [("k", kernel), ("zero", np.array(0, np.int64)), ("axes", np.array([0], np.int64)),
+             ("rest", np.array([-1], np.int64)),
+             ("w", RNG.standard_normal((2, 4)).astype(np.float32)), ("b", B)]
+    model = graph(nodes, inits, in_dims=("batch", 2, 5, 5))
+    reads_as(model, "Sequential().from_channels_first().conv2d(4, 3, padding=1, bias=False)"
+                    ".global_avg_pool(keep_axes=True).flatten().dense(2)")
+
+
+def test_the_output_read_is_chosen():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["z"]),
+             helper.make_node("Sigmoid", ["z"], ["probability"]),
+             helper.make_node("Greater", ["probability", "half"], ["label"])]
+    outputs = [helper.make_tensor_value_info("label", TensorProto.BOOL, ["batch", 2]),
+               helper.make_tensor_value_info("probability", TensorProto.FLOAT, ["batch", 2])]
+    model = graph(nodes, [("w", W), ("half", np.array(0.5, np.float32))], outputs=outputs)
+    with pytest.raises(Exception, match="the graph has 2 outputs \\['label', 'probability'\\]: "
+                                        "choose the one to read, OnnxFile\\(loss, "
+                                        "output='probability'\\)"):
+        OnnxFile(BinaryCrossEntropy()).read(model)
+    with pytest.raises(Exception, match="output='proba': the graph's outputs are"):
+        OnnxFile(BinaryCrossEntropy(), output="proba").read(model)
+    network = OnnxFile(BinaryCrossEntropy(), output="probability").read(model)
+    assert str(network.spec) == "Sequential().dense(2, bias=False)"  # the Sigmoid is the loss's
+
+
+def test_normalising_keeps_the_numbers_of_every_pytorch_fixture():
+    """The normalised graph of each foreign fixture answers as the graph did (ONNX Runtime; the
+    fused nodes evaluated at opset 20, where Gelu exists)."""
+    from tests.support.foreign import FOREIGN, Foreign
+
+    for name in ("layer_norm.ts13", "cnn_view.ts17", "lstm2.dynamo18", "encoder.ts17"):
+        case = Foreign.load(name)
+        normalised = normalise(case.model)
+        _at_opset(normalised, 20)
+        np.testing.assert_allclose(run_graph(normalised, case.x), run_graph(case.model, case.x),
+                                   rtol=0, atol=1e-5)
+    assert FOREIGN.exists()
+
+
+def _at_opset(model: onnx.ModelProto, opset: int) -> None:
+    """Axes as inputs wherever an older form had them as attributes, for the newer set."""
+    for node in model.graph.node:
+        axes = next((a for a in node.attribute if a.name == "axes"), None)
+        if axes is not None and node.op_type in ("ReduceMean", "ReduceMax", "Squeeze", "Unsqueeze"):
+            name = f"{node.name or node.output[0]}/axes_input"
+            model.graph.initializer.append(numpy_helper.from_array(np.array(axes.ints, np.int64), name))
+            node.attribute.remove(axes)
+            node.input.append(name)
+    del model.opset_import[:]
+    model.opset_import.append(helper.make_opsetid("", opset))
+    model.ir_version = 9

@@ -1,0 +1,279 @@
+"""The tensor vocabulary's calls, written once for PyTorch and for deepsharp.
+
+`scripts/make_tensor_fixtures.py` runs each call in PyTorch and keeps its inputs, outputs and the
+gradients of a random upstream gradient in tests/fixtures/tensors_torch.npz;
+`tests/deepsharp/test_tensor_parity.py` runs the same call here and holds it to them. A call is
+spelled as a PyTorch user spells it, and deepsharp must take the same spelling:
+
+    P("max-dim", "x.max", [D(3, 5)], (I(0), -1), {"keepdim": True})
+
+- "x.name": the method `name` of the first argument; "torch.name" and "F.name"
+  (torch.nn.functional): `deepsharp.functional.name` on our side;
+- inputs: `N` normal, `Pos` positive, `D` distinct (no ties), `Int(low, high, *shape)`,
+  `Bool(*shape)`; float inputs take gradients;
+- args: `I(k)` stands for input k (also inside tuples and lists); by default all inputs in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class I:
+    """Input k of the case, in an argument."""
+
+    k: int
+
+
+@dataclass(frozen=True)
+class Input:
+    kind: str
+    shape: tuple[int, ...]
+    low: int = 0
+    high: int = 0
+
+    def make(self, rng: np.random.Generator) -> np.ndarray:
+        if self.kind == "normal":
+            return rng.standard_normal(self.shape).astype(np.float32)
+        if self.kind == "positive":
+            return rng.uniform(0.2, 2.0, self.shape).astype(np.float32)
+        if self.kind == "distinct":
+            n = int(np.prod(self.shape))
+            values = (rng.permutation(n) - n / 2) * 0.1 + rng.uniform(-0.02, 0.02, n)
+            return values.reshape(self.shape).astype(np.float32)
+        if self.kind == "int":
+            return rng.integers(self.low, self.high, self.shape).astype(np.int64)
+        return rng.random(self.shape) > 0.5
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind in ("normal", "positive", "distinct")
+
+
+def N(*shape: int) -> Input:
+    return Input("normal", shape)
+
+
+def Pos(*shape: int) -> Input:
+    return Input("positive", shape)
+
+
+def D(*shape: int) -> Input:
+    return Input("distinct", shape)
+
+
+def Int(low: int, high: int, *shape: int) -> Input:
+    return Input("int", shape, low, high)
+
+
+def Bool(*shape: int) -> Input:
+    return Input("bool", shape)
+
+
+@dataclass(frozen=True)
+class P:
+    id: str
+    call: str
+    inputs: list[Input]
+    args: tuple | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    op: str = ""  # the vocabulary entry it covers (the call's name when empty)
+
+    @property
+    def covers(self) -> str:
+        return self.op or self.call.split(".")[-1]
+
+
+def substitute(value: Any, arrays: list[Any]) -> Any:
+    """`value` with every I(k) replaced by arrays[k]."""
+    if isinstance(value, I):
+        return arrays[value.k]
+    if isinstance(value, tuple):
+        return tuple(substitute(v, arrays) for v in value)
+    if isinstance(value, list):
+        return [substitute(v, arrays) for v in value]
+    return value
+
+
+def call(case: P, namespace: Any, tensors: list[Any]) -> Any:
+    """Run `case` with `tensors`; `namespace(name)` is the function named by "torch."/"F." calls."""
+    args = substitute(case.args if case.args is not None else tuple(I(k) for k in
+                                                                      range(len(tensors))), tensors)
+    owner, name = case.call.split(".", 1)
+    if owner == "x":
+        return getattr(args[0], name)(*args[1:], **case.kwargs)
+    return namespace(owner, name)(*args, **case.kwargs)
+
+
+def outputs_of(result: Any) -> list[Any]:
+    """A result as a flat list of tensors (a tuple of values and indices, a split's pieces)."""
+    if isinstance(result, (tuple, list)):
+        return [t for r in result for t in outputs_of(r)]
+    return [result]
+
+
+ALL = slice(None)
+
+CASES: list[P] = [
+    # comparisons and logic (bool results, numpy broadcasting)
+    P("lt", "x.__lt__", [N(3, 4), N(4)], op="<"),
+    P("le", "x.__le__", [N(2, 1, 4), N(3, 1)], op="<="),
+    P("gt-scalar", "x.__gt__", [N(3, 4)], (I(0), 0.25), op=">"),
+    P("ge-int", "x.__ge__", [Int(-3, 3, 4, 5), Int(-3, 3, 5)], op=">="),
+    P("eq-int", "x.__eq__", [Int(0, 3, 3, 4)], (I(0), 1), op="=="),
+    P("ne-bool", "x.__ne__", [Bool(3, 4), Bool(3, 1)], op="!="),
+    P("eq-method", "x.eq", [Int(0, 2, 5), Int(0, 2, 5)]),
+    P("logical-and", "torch.logical_and", [Bool(3, 4), N(4)]),
+    P("logical-or", "torch.logical_or", [Bool(3, 4), Bool(1, 4)]),
+    P("logical-xor", "x.logical_xor", [Bool(3, 4), Bool(3, 4)]),
+    P("logical-not", "torch.logical_not", [Int(-1, 2, 3, 4)]),
+    P("and-operator", "x.__and__", [Bool(3, 4), Bool(4)], op="&"),
+    P("or-operator", "x.__or__", [Bool(3, 4), Bool(3, 4)], op="|"),
+    P("invert-operator", "x.__invert__", [Bool(3, 4)], op="~"),
+    P("xor-operator", "x.__xor__", [Bool(3, 4), Bool(3, 4)], op="^"),
+    P("where", "torch.where", [Bool(3, 4), N(3, 4), N(4)]),
+    P("where-scalar", "torch.where", [Bool(2, 3), N(2, 3)], (I(0), I(1), 0.5), op="where"),
+    P("masked-fill", "x.masked_fill", [N(3, 4), Bool(4)], (I(0), I(1), -1.5)),
+    # elementwise functions
+    P("abs", "x.abs", [N(3, 4)]),
+    P("sign", "x.sign", [N(3, 4)]),
+    P("exp", "x.exp", [N(3, 4)]),
+    P("log", "x.log", [Pos(3, 4)]),
+    P("log1p", "x.log1p", [Pos(3, 4)]),
+    P("sqrt", "x.sqrt", [Pos(3, 4)]),
+    P("rsqrt", "x.rsqrt", [Pos(3, 4)]),
+    P("sin", "x.sin", [N(3, 4)]),
+    P("cos", "x.cos", [N(3, 4)]),
+    P("clamp", "x.clamp", [N(4, 5)], (I(0), -0.5, 0.4)),
+    P("clamp-min", "x.clamp", [N(4, 5)], (I(0),), {"min": 0.1}, op="clamp"),
+    P("clamp-tensors", "torch.clamp", [N(3, 4), N(4), N(3, 1)], (I(0), I(1), I(2)), op="clamp"),
+    P("clip-max", "x.clip", [N(3, 4)], (I(0),), {"max": -0.2}),
+    P("pow-tensor", "x.pow", [Pos(3, 4), N(4)]),
+    P("pow-operator", "x.__pow__", [Pos(2, 3), N(2, 3)], op="pow"),
+    P("pow-scalar-base", "x.__rpow__", [N(3, 4)], (I(0), 2.0), op="pow"),
+    P("maximum", "torch.maximum", [D(3, 4), D(4)]),
+    P("minimum", "torch.minimum", [D(2, 1, 3), D(4, 1)]),
+    P("maximum-int", "torch.maximum", [Int(-5, 5, 3, 4), Int(-5, 5, 4)], op="maximum"),
+    # reductions
+    P("sum-dim", "x.sum", [N(2, 3, 4)], (I(0), (0, -1)), {"keepdim": True}),
+    P("mean-dim", "x.mean", [N(2, 3, 4)], (I(0), -2)),
+    P("amax", "x.amax", [D(2, 3, 4)], (I(0), (0, 2))),
+    P("amin", "torch.amin", [D(3, 4)], (I(0), -1), {"keepdim": True}),
+    P("max-all", "x.max", [D(3, 4)], op="max"),
+    P("max-dim", "x.max", [D(3, 5)], (I(0), -1), {"keepdim": True}, op="max"),
+    P("min-dim", "torch.min", [D(4, 3, 2)], (I(0), 1), op="min"),
+    P("min-all", "x.min", [D(5)], op="min"),
+    P("max-other", "x.max", [D(3, 4), D(4)], op="max"),
+    P("argmax-dim", "x.argmax", [D(3, 4, 2)], (I(0), 1)),
+    P("argmax-flat", "torch.argmax", [D(3, 4)], op="argmax"),
+    P("argmin-keepdim", "x.argmin", [D(3, 4)], (I(0), -1), {"keepdim": True}, op="argmin"),
+    P("argmax-flat-keepdim", "torch.argmax", [D(2, 3)], (I(0),), {"keepdim": True}, op="argmax"),
+    P("var-legacy-unbiased", "x.var", [N(3, 4)], (I(0), 0, True), op="var"),
+    P("prod", "x.prod", [N(3, 4)], (I(0), 1)),
+    P("prod-all", "torch.prod", [N(2, 3)], op="prod"),
+    P("var", "x.var", [N(3, 5)], (I(0), 1)),
+    P("var-correction", "torch.var", [N(2, 3, 4)], (I(0), (0, -1)),
+      {"correction": 0, "keepdim": True}, op="var"),
+    P("var-unbiased-false", "x.var", [N(4, 3)], (I(0), 0), {"unbiased": False}, op="var"),
+    P("var-all", "x.var", [N(3, 4)], op="var"),
+    P("std", "x.std", [N(3, 5)], (I(0), -1), {"keepdim": True}),
+    P("std-all", "torch.std", [N(4, 3)], op="std"),
+    P("logsumexp", "x.logsumexp", [N(3, 5)], (I(0), 1)),
+    P("logsumexp-large", "torch.logsumexp", [N(2, 3, 4)], (I(0), (0, 2)), op="logsumexp"),
+    P("cumsum", "x.cumsum", [N(3, 4)], (I(0), -1)),
+    P("cumsum-int", "torch.cumsum", [Int(-3, 3, 4, 3)], (I(0), 0), op="cumsum"),
+    P("cumprod", "x.cumprod", [N(4, 3)], (I(0), 0)),
+    P("all", "x.all", [Bool(3, 4)], (I(0), 1)),
+    P("all-of-floats", "torch.all", [N(3, 4)], op="all"),
+    P("any", "x.any", [Bool(3, 4)], (I(0), 0), {"keepdim": True}),
+    P("any-all", "x.any", [Bool(2, 3)], op="any"),
+    # joining and splitting
+    P("stack", "torch.stack", [N(3, 4), N(3, 4), N(3, 4)], ([I(0), I(1), I(2)], 1)),
+    P("stack-negative", "torch.stack", [N(2, 3), N(2, 3)], ([I(0), I(1)],), {"dim": -1},
+      op="stack"),
+    P("cat", "torch.cat", [N(2, 3), N(4, 3)], ([I(0), I(1)],)),
+    P("concat", "torch.concat", [N(2, 3), N(2, 1)], ([I(0), I(1)], -1)),
+    P("split-size", "x.split", [N(7, 3)], (I(0), 3), op="split"),
+    P("split-sections", "torch.split", [N(3, 6)], (I(0), [1, 2, 3]), {"dim": -1}, op="split"),
+    P("chunk", "x.chunk", [N(3, 7)], (I(0), 3, 1)),
+    P("unbind", "x.unbind", [N(3, 4)], (I(0), 1)),
+    # choosing by index, condition, order
+    P("gather", "x.gather", [N(3, 4), Int(0, 4, 3, 6)], (I(0), 1, I(1))),
+    P("gather-smaller-index", "torch.gather", [N(4, 5), Int(0, 4, 2, 3)], (I(0), 0, I(1)),
+      op="gather"),
+    P("take-along-dim", "torch.take_along_dim", [N(3, 5), Int(0, 5, 1, 2)], (I(0), I(1), 1),
+      op="take_along_axis"),
+    P("index-select", "x.index_select", [N(4, 5), Int(0, 5, 6)], (I(0), 1, I(1))),
+    P("index-array", "x.__getitem__", [N(5, 3), Int(-5, 5, 2, 3)], (I(0), I(1)),
+      op="indexing with arrays"),
+    P("index-array-second-axis", "x.__getitem__", [N(3, 5, 2), Int(0, 5, 4)],
+      (I(0), (ALL, I(1))), op="indexing with arrays"),
+    P("index-two-arrays", "x.__getitem__", [N(4, 5, 2), Int(0, 4, 3), Int(-5, 5, 2, 1)],
+      (I(0), (I(1), I(2))), op="indexing with arrays"),
+    P("index-arrays-apart", "x.__getitem__", [N(4, 3, 5), Int(0, 4, 2), Int(0, 5, 2)],
+      (I(0), (I(1), ALL, I(2))), op="indexing with arrays"),
+    P("index-mask", "x.__getitem__", [N(3, 4, 2), Bool(3, 4)], op="indexing with a bool mask"),
+    P("index-mask-second-axis", "x.__getitem__", [N(3, 4), Bool(4)], (I(0), (ALL, I(1))),
+      op="indexing with a bool mask"),
+    P("topk", "x.topk", [D(3, 6)], (I(0), 2)),
+    P("topk-smallest", "torch.topk", [D(5, 3)], (I(0), 2, 0), {"largest": False}, op="topk"),
+    P("sort", "x.sort", [D(3, 5)]),
+    P("sort-descending", "torch.sort", [D(4, 3)], (I(0), 0, True), op="sort"),
+    P("argsort", "x.argsort", [D(3, 5)], (I(0),), {"dim": 0, "descending": True}),
+    P("one-hot", "F.one_hot", [Int(0, 5, 3, 4)], (I(0), 6)),
+    P("einsum-matmul", "torch.einsum", [N(3, 4), N(4, 5)], ("ij,jk->ik", I(0), I(1)),
+      op="einsum"),
+    P("einsum-batched", "torch.einsum", [N(2, 3, 4), N(2, 4, 5)], ("bij,bjk->bik", I(0), I(1)),
+      op="einsum"),
+    P("einsum-outer", "torch.einsum", [N(3), N(4)], ("i,j", I(0), I(1)), op="einsum"),
+    P("einsum-trace", "torch.einsum", [N(4, 4)], ("ii", I(0)), op="einsum"),
+    P("einsum-ellipsis", "torch.einsum", [N(2, 3, 4), N(5, 4)], ("...i,ki->...k", I(0), I(1)),
+      op="einsum"),
+    P("tril", "x.tril", [N(2, 4, 5)]),
+    P("triu", "torch.triu", [N(4, 4)], (I(0), 1)),
+    P("repeat", "x.repeat", [N(2, 3)], (I(0), 2, 1, 2)),
+    P("tile", "torch.tile", [N(2, 3)], (I(0), (2,))),
+    P("repeat-interleave", "x.repeat_interleave", [N(3, 2)], (I(0), 2), {"dim": 0}),
+    P("repeat-interleave-flat", "torch.repeat_interleave", [N(2, 3)], (I(0), 2),
+      op="repeat_interleave"),
+    P("zeros-like", "torch.zeros_like", [N(3, 4)]),
+    P("ones-like", "torch.ones_like", [Int(0, 3, 2, 3)]),
+    P("full-like", "torch.full_like", [N(2, 3)], (I(0), 2.5)),
+    P("arange", "torch.arange", [], (2, 11, 3)),
+    P("arange-float", "torch.arange", [], (0.5, 2.0, 0.25), op="arange"),
+    P("zeros", "torch.zeros", [], (2, 3)),
+    P("ones", "torch.ones", [], ((3, 1),)),
+    P("full", "torch.full", [], ((2, 2), 1.5)),
+    P("new-zeros", "x.new_zeros", [Int(0, 2, 3)], (I(0), 2, 2)),
+    # axes and shapes
+    P("transpose", "x.transpose", [N(2, 3, 4)], (I(0), 0, -1)),
+    P("permute", "x.permute", [N(2, 3, 4)], (I(0), 2, 0, 1)),
+    P("T", "x.__getattribute__", [N(3, 4)], (I(0), "T"), op="T"),
+    P("mT", "x.__getattribute__", [N(2, 3, 4)], (I(0), "mT"), op="mT"),
+    P("swapaxes", "x.swapaxes", [N(2, 3, 4)], (I(0), -1, 0)),
+    P("t", "x.t", [N(3, 4)]),
+    P("flatten", "x.flatten", [N(2, 3, 4)], (I(0), 1)),
+    P("unflatten", "x.unflatten", [N(2, 6)], (I(0), 1, (3, -1))),
+    P("view-as", "x.view_as", [N(3, 4), N(2, 6)]),
+    P("expand-as", "x.expand_as", [N(1, 4), N(3, 4)]),
+    P("squeeze", "x.squeeze", [N(3, 1, 4)], (I(0), 0)),
+    P("unsqueeze", "x.unsqueeze", [N(3, 4)], (I(0), -1)),
+    P("expand", "x.expand", [N(3, 1)], (I(0), 2, -1, 4)),
+    P("view", "x.view", [N(3, 4)], (I(0), -1, 6)),
+    P("movedim", "torch.movedim", [N(2, 3, 4)], (I(0), 0, -1)),
+    P("narrow", "x.narrow", [N(3, 6)], (I(0), 1, 2, 3)),
+    P("flip", "x.flip", [N(3, 4)], (I(0), (0, 1))),
+    P("linear", "F.linear", [N(2, 3, 4), N(5, 4), N(5)]),
+    P("long", "x.long", [N(3, 4)]),
+    P("float", "x.float", [Int(-3, 3, 3, 4)]),
+    P("bool", "x.bool", [Int(-1, 2, 3, 4)]),
+    P("to-other", "x.to", [N(3, 4), Int(0, 2, 2)], op="to"),
+    P("double", "x.double", [N(2, 3)]),
+    P("type-as", "x.type_as", [Bool(3, 4), N(2)]),
+    P("softmax", "F.softmax", [N(3, 4)], (I(0),), {"dim": 0}),
+    P("log-softmax", "x.log_softmax", [N(3, 4)], (I(0), -1)),
+]
