@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import deepsharp_trainer, factories, report, series_data, torch_data, torch_recurrent, torch_trainer
+from side_by_side import (
+    deepsharp_trainer, factories, report, series_data, torch_data, torch_recurrent, torch_trainer,
+)
 
 STEPS, FEATURES, UNITS, BATCH, BATCHES = 50, 32, 128, 64, 20
 

@@ -69,7 +69,8 @@ def profile(name: str, compiled: bool) -> list[tuple[str, float]]:
     steps = 2 * module.BATCHES
     rows = sorted(((label, t / steps * 1e3) for label, t in totals.items()), key=lambda r: -r[1])
     rest = whole / steps * 1e3 - sum(t for _, t in rows)
-    return rows + [("the rest (Python, autograd, fit loop)", rest), ("whole step", whole / steps * 1e3)]
+    return rows + [("the rest (Python, autograd, fit loop)", rest),
+                   ("whole step", whole / steps * 1e3)]
 
 
 def main(args: list[str]) -> None:

@@ -96,7 +96,8 @@ class SelfAttentionStep(Step):
         x = flow.value
         extra = () if flow.mask is None else (flow.mask,)
         if modes.trace_hook() is None:  # the same numbers from one fused primitive
-            a = apply("self_attention", x, *(getattr(self, f"{name}_weight") for name in PROJECTIONS),
+            a = apply("self_attention", x,
+                      *(getattr(self, f"{name}_weight") for name in PROJECTIONS),
                       *(getattr(self, f"{name}_bias") for name in PROJECTIONS), *extra,
                       heads=self.heads, scale=self.scale, causal=int(self.spec.causal))
             if self.spec.multi_head():

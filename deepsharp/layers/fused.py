@@ -3,9 +3,9 @@
 `run_steps(steps, flow)` calls each step in turn, except where three steps make a pattern a fused
 primitive computes in less work:
 
-| steps                                          | fused primitive        | when                     |
-|------------------------------------------------|------------------------|--------------------------|
-| conv1d/2d/3d -> relu -> max_pool1d/2d/3d        | `conv_relu_max_pool`   | the conv of stride 1, dilation 1, one group; the pool's windows side by side (stride = window), no border, no dilation |
+- conv1d/2d/3d -> relu -> max_pool1d/2d/3d runs as `conv_relu_max_pool` when the convolution has
+  stride 1, dilation 1 and one group, and the pool's windows lie side by side (stride = window)
+  with no border and no dilation.
 
 The steps, their places, their parameters and what a writer exports stay as they are: only the
 eager run changes. A pass a tracer records is never fused (the graph holds the three nodes), and
