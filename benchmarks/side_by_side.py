@@ -35,7 +35,7 @@ from typing import Callable
 ROUNDS = 5          # kept rounds per measure
 MAX_ROUNDS = 12     # rounds run at most per measure (busy ones included)
 BUSY = 0.9          # a wall2 round whose CPU time is below this share of its wall time is busy,
-OTHERS = 0.5        # and so is one in which other processes used more than this many cores
+OTHERS = 1.0        # and so is one in which other processes used more than this many cores
 LABELS = ("deepsharp", "numba", "torch", "torch best")
 MEASURES = {"cpu1": (1, 0), "wall2": (2, 1)}  # name: (threads, which time: 0 CPU, 1 wall)
 chosen = list(MEASURES)  # run.py's --measure narrows it
