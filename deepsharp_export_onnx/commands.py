@@ -6,6 +6,7 @@ Exit status: 0 = fine, 1 = an annotation was violated (or the run failed), 2 = u
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections import Counter
 
@@ -21,6 +22,7 @@ from deepsharp_export_onnx.check.annotations import (
     scope_annotations,
 )
 from deepsharp_export_onnx.errors import AnnotationViolation, ModelRunError
+from deepsharp_export_onnx.inference import infer_shapes
 
 DEFAULT_SIZE = 2  # size of a symbolic or anonymous input axis that --dim does not set
 INTEGER_HIGH = 2  # made integer inputs are drawn from [0, INTEGER_HIGH): valid indices into any axis of size >= 2
@@ -167,6 +169,9 @@ def _sizes_fixed_by_initializers(graph: onnx.GraphProto) -> dict[str, int]:
     return sizes
 
 
+MADE_ELEMENTS = 1 << 24  # a made input of more values is a declaration, not a test
+
+
 def _made_input(info: onnx.ValueInfoProto, dims: dict[str, int], rng: np.random.Generator) -> np.ndarray:
     declared = declared_dims(info.type)
     if declared is None:
@@ -178,6 +183,11 @@ def _made_input(info: onnx.ValueInfoProto, dims: dict[str, int], rng: np.random.
         dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(info.type.tensor_type.elem_type))
     except (KeyError, TypeError) as error:
         raise UsageError(f"input {info.name!r} has no element type numpy can make; pass --inputs feeds.npz") from error
+    count = math.prod(shape)
+    if count > MADE_ELEMENTS:
+        raise UsageError(f"input {info.name!r} would be made of {count:,} values (shape {shape}), "
+                         f"more than check makes ({MADE_ELEMENTS:,}); pass --dim with smaller "
+                         f"sizes or --inputs feeds.npz")
     if dtype.kind == "f" or dtype.kind == "c":
         return rng.standard_normal(shape).astype(dtype)
     if dtype.kind in "iu":
@@ -325,7 +335,7 @@ def inference_conflicts(model: onnx.ModelProto) -> list[str]:
     for output in stripped.graph.output:
         if output.type.WhichOneof("value") == "tensor_type":
             output.type.tensor_type.ClearField("shape")
-    inferred_graph = onnx.shape_inference.infer_shapes(stripped, strict_mode=True, data_prop=True).graph
+    inferred_graph = infer_shapes(stripped, strict_mode=True, data_prop=True).graph
     inferred = {v.name: declared_dims(v.type) for v in (*inferred_graph.value_info, *inferred_graph.output)}
     inputs = {i.name for i in model.graph.input}
     inferred.update({t.name: tuple(t.dims) for t in model.graph.initializer if t.name not in inputs})

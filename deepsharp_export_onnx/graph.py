@@ -20,6 +20,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from deepsharp_export_onnx import opsets
+from deepsharp_export_onnx.inference import infer_shapes
 
 Dims = tuple[int | str | None, ...]
 
@@ -226,7 +227,7 @@ def _infer_at(model: onnx.ModelProto, sizes: dict[str, int]) -> dict[str, tuple[
             elif dim.dim_param:
                 dim.Clear()
     try:
-        inferred = onnx.shape_inference.infer_shapes(probe, strict_mode=True, data_prop=True)
+        inferred = infer_shapes(probe, strict_mode=True, data_prop=True)
     except Exception:  # inference refusing a graph must not stop an export the checker passes
         return None
     found = {}

@@ -11,7 +11,7 @@ from pydantic import Field, NonNegativeInt, PositiveInt, ValidationInfo, field_v
 
 from deepsharp.errors import ShapeError
 from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, claim, layer, require_rank
-from deepsharp.layers.masks import require_end_padding
+from deepsharp.layers.masks import end_padded, real_first
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, apply
@@ -140,6 +140,10 @@ def sine_table(length: int, width: int) -> np.ndarray:
 class SinePositions(LayerSpec):
     """x + the sinusoidal position table (see `sine_table`), row p added to step p.
 
+    With a mask, p counts the real steps only: a real step takes the row of its rank among the
+    series' real steps, and the padding the rows after them, in order (what padding at the end
+    takes), so padding at the start or between real steps moves no real step's position.
+
     Input (steps, width) -> the same. The table is worked out for `max_length` steps: a longer
     series is refused (the exported graph holds the same table and slices it to the series'
     length, so it has the same limit).
@@ -163,13 +167,21 @@ class SinePositionsStep(Step):
         object.__setattr__(self, "table", sine_table(spec.max_length, input_shape[1]))
 
     def call(self, flow: Flow) -> Flow:
-        # positions count from a series' first step: padding before it would shift them
-        require_end_padding(self, flow.mask)
-        return super().call(flow)
+        # positions count from a series' first step: with padding before a real step, each step
+        # takes the row of its place among the real steps (padding after them, as at the end)
+        if flow.mask is None or end_padded(flow.mask):
+            return super().call(flow)
+        self._check_length(flow.value)
+        places = real_first(flow.mask).places
+        return Flow(apply("add", flow.value, apply("gather", Tensor(self.table), places, axis=0)),
+                    flow.mask)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def _check_length(self, x: Tensor) -> None:
         steps = x.shape[1]
         if steps > self.spec.max_length:
             raise ShapeError(f"sine_positions at place {self.place}: a series of {steps} steps is "
                              f"longer than max_length {self.spec.max_length}")
-        return apply("add", x, Tensor(self.table[:steps]))
+
+    def forward(self, x: Tensor) -> Tensor:
+        self._check_length(x)
+        return apply("add", x, Tensor(self.table[:x.shape[1]]))

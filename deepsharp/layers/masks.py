@@ -5,8 +5,9 @@ The rule: a masked series gives exactly what the unpadded series gives.
 - `masked_mean` and `masked_max` reduce over the real steps only (a series with no real step
   gives zeros, as attention gives a query with no key left);
 - `masked_moments` are the mean and the (biased) variance over the real steps, for the norms;
-- `require_end_padding` refuses a mask whose padding is not at the end of every series, for the
-  layers that can only leave out a tail (an LSTM's lengths, positions counted from the start);
+- `real_first` orders each series' real steps first (in their order, padding after them), for
+  the layers that count from a series' first step (an LSTM's lengths, sine positions): they run
+  on that order and put their answers back, so padding may be anywhere;
 - `refuse_mask` names a layer that cannot honour a mask at all.
 
 Everything is written with primitives on the mask tensor, so a tracer records how the mask is
@@ -15,12 +16,13 @@ used instead of freezing one batch's padding.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from deepsharp.errors import ShapeError
-from deepsharp.tensors import Tensor, apply
+from deepsharp.tensors import Tensor, apply, modes
 
 
 def real_steps(mask: Tensor, x: Tensor) -> Tensor:
@@ -66,19 +68,58 @@ def _where(step: Any) -> str:
     return f"{step.kind} at place {step.place}"
 
 
-def require_end_padding(step: Any, mask: Tensor | None) -> None:
-    """Refuse a mask with a real step after a padded one (padding at the start or in the middle):
-    `step` can only leave out the tail of a series."""
-    if mask is None:
-        return
+def end_padded(mask: Tensor) -> bool:
+    """Whether every series' real steps come before its padding (the mask is a prefix of each
+    row), read from the values; False while a tracer records the mask, whose graph must hold for
+    every mask, not only the example's."""
+    hook = modes.trace_hook()
+    if hook is not None and hook.involves([mask]):
+        return False
     real = mask._data
-    late = real[:, 1:] & ~real[:, :-1]
-    if late.any():
-        row, after = (int(i) for i in np.argwhere(late)[0])
-        raise ShapeError(f"{_where(step)}: series {row} of the batch has a real step ({after + 1}) "
-                         f"after a padded one ({after}); this layer leaves out padding only at the "
-                         f"end of a series (as PyTorch's packed series and ONNX's sequence_lens "
-                         f"do): pad at the end")
+    return not (real[:, 1:] & ~real[:, :-1]).any()
+
+
+@dataclass(frozen=True)
+class RealFirst:
+    """A per-series permutation of the steps putting the real steps first, in their order, and
+    the padding after them, in its order (both int64 (batch, steps)):
+
+    - `places[b, j]`: where step j goes: its rank among the real steps, cumsum(mask) - 1, or,
+      for a padded step, the count of real steps + its rank among the padding;
+    - `order[b, k]`: the step that goes to place k (the inverse permutation: argsort(places)).
+
+    `gather(x)` reorders a series (batch, steps, ...) so, `back(y)` puts per-step answers back
+    at the steps' own places: both are gathers along the steps, so gradients flow back through
+    them. When the padding is at the end both are the identity.
+    """
+
+    order: Tensor
+    places: Tensor
+
+    def gather(self, x: Tensor) -> Tensor:
+        return _along_steps(x, self.order)
+
+    def back(self, y: Tensor) -> Tensor:
+        return _along_steps(y, self.places)
+
+
+def _along_steps(x: Tensor, index: Tensor) -> Tensor:
+    """x[b, index[b, k], ...] at (b, k, ...): the index broadcast over x's other axes."""
+    return x.take_along_dim(apply("reshape", index, shape=tuple(index.shape) + (1,) * (x.ndim - 2)),
+                            1)
+
+
+def real_first(mask: Tensor) -> RealFirst:
+    """The permutation putting each series' real steps first (see `RealFirst`), made by
+    primitives from the mask so a tracer records it."""
+    real = apply("cast", mask, to="<i8")
+    padded = apply("cast", apply("logical_not", mask), to="<i8")
+    real_before = apply("sub", apply("cumsum", real, axis=1), real)      # exclusive running counts
+    padded_before = apply("sub", apply("cumsum", padded, axis=1), padded)
+    count = apply("sum", real, axes=(1,), keepdims=1)
+    places = apply("where", mask, real_before, apply("add", padded_before, count))
+    order = apply("sort", places, axis=1, descending=0)[1]
+    return RealFirst(order, places)
 
 
 def refuse_mask(step: Any, mask: Tensor | None, advice: str) -> None:

@@ -2,9 +2,12 @@
 
 Each layer of the stack (and each direction) is one fused primitive over the whole batch (see
 `deepsharp.tensors.ops.recurrent`). A mask riding with the series (from an embedding's padding
-index or `masking`) becomes each series' length, the number of real steps it has: padding is
-expected at the end (as PyTorch's packed series and ONNX's `sequence_lens` have it); outputs beyond
-a series' length are zero and the last state is the last real step's.
+index or `masking`) becomes each series' length, the number of real steps it has, as PyTorch's
+packed series and ONNX's `sequence_lens` have it. Those count from a series' first step, so when
+some series has padding before a real step (at the start, or holes) the layer runs on the series
+with its real steps gathered to the front (`masks.real_first`) and puts the per-step outputs back
+at their own steps: padding may be anywhere, and gives zeros; the last state is the last real
+step's.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 from pydantic import PositiveInt
 
 from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer, require_rank
-from deepsharp.layers.masks import require_end_padding
+from deepsharp.layers.masks import end_padded, real_first
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, apply
@@ -91,10 +94,13 @@ class RecurrentStep(Step):
 
     def call(self, flow: Flow) -> Flow:
         spec = self.spec
-        require_end_padding(self, flow.mask)
         lengths = lengths_of(flow.mask)
         extra = () if lengths is None else (lengths,)
         x = flow.value
+        # padding before a real step: run on the real steps gathered to the front
+        moved = None if flow.mask is None or end_padded(flow.mask) else real_first(flow.mask)
+        if moved is not None:
+            x = moved.gather(x)
         lasts: list[Tensor] = []
         for k in range(spec.layers):
             outputs, lasts = [], []
@@ -104,7 +110,7 @@ class RecurrentStep(Step):
                 lasts.append(results[1])
             x = outputs[0] if len(outputs) == 1 else apply("concat", *outputs, axis=2)
         if spec.return_sequences:
-            return Flow(x, flow.mask)
+            return Flow(x if moved is None else moved.back(x), flow.mask)
         return Flow(lasts[0] if len(lasts) == 1 else apply("concat", *lasts, axis=1), None)
 
     def forward(self, x: Tensor) -> Tensor:

@@ -16,6 +16,7 @@ from deepsharp.errors import OpError
 from deepsharp.tensors import keywords, modes
 from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
+from deepsharp.tensors.promotion import PROMOTES, promoted
 from deepsharp.tensors.versions import (
     Version, check_current, saved_outputs, share_views,
 )
@@ -318,11 +319,17 @@ def as_tensor(value: Any, like: np.ndarray | None = None) -> Tensor:
     return Tensor(value)
 
 
+def _cast(tensor: Tensor, dtype: np.dtype) -> Tensor:
+    return apply("cast", tensor, to=np.dtype(dtype).str)
+
+
 def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     """Run primitive `op` on `inputs`, recording it when gradients or a trace need it."""
     prim = lookup(op)
     like = next((i._data for i in inputs if isinstance(i, Tensor)), None)
     tensors = tuple(as_tensor(i, like) for i in inputs)
+    if op in PROMOTES:  # PyTorch's promotion (int with float -> the float), not numpy's
+        tensors = promoted(op, tensors, _cast)
     out, saved = prim.forward(*(t._data for t in tensors), **attrs)
     outs = out if prim.outputs > 1 else (out,)
     results = tuple(Tensor._wrap(o) for o in outs)

@@ -30,6 +30,7 @@ from deepsharp_export_onnx.read.source import ITEMSIZE, declared_bytes, text_fau
 from deepsharp_export_onnx.write.export import (
     META_FEATURES, META_SHAPE, META_TRAINING_ONLY, META_TRAINING_SETTINGS,
 )
+from deepsharp_export_onnx.inference import infer_shapes
 
 MAX_NODES = 100_000
 MAX_INITIALIZERS = 100_000
@@ -125,8 +126,13 @@ def tensor_faults(tensor: TensorProto, label: str) -> list[str]:
             return [f"{label}: shape {list(tensor.dims)} of {_type(tensor)} needs {needed:,} bytes, "
                     f"the file holds {len(tensor.raw_data):,}"]
         return []
-    present = max(len(tensor.float_data), len(tensor.int32_data), len(tensor.int64_data),
-                  len(tensor.double_data), len(tensor.uint64_data))
+    field = onnx.helper.tensor_dtype_to_field(tensor.data_type)  # where this type's values live
+    present = len(getattr(tensor, field))
+    stray = [f for f in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data")
+             if f != field and len(getattr(tensor, f))]
+    if stray:
+        return [f"{label}: {_type(tensor)} values belong in {field}, the file holds "
+                f"{', '.join(stray)}"]
     expected = count * (2 if tensor.data_type in (TensorProto.COMPLEX64, TensorProto.COMPLEX128) else 1)
     if ITEMSIZE[tensor.data_type] == 0.5:
         expected = (count + 1) // 2
@@ -246,14 +252,15 @@ def _inference(model: onnx.ModelProto) -> list[str]:
     ONNX's shape inference over a light copy whose large tensors keep only their shape)."""
     light = _light(model)
     try:
-        light = onnx.shape_inference.infer_shapes(light)
+        light = infer_shapes(light)
     except Exception:  # non-strict inference rarely fails; the ranks then come from annotations
         pass
     ranks = {info.name: len(info.type.tensor_type.shape.dim)
              for info in (*light.graph.input, *light.graph.value_info, *light.graph.output)
              if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape")}
     ranks.update({t.name: len(t.dims) for t in model.graph.initializer})
-    constants = {t.name: t for t in model.graph.initializer if len(t.dims) <= 1}
+    constants = {t.name: t for t in model.graph.initializer  # whole ones: the rest is refused
+                 if len(t.dims) <= 1 and not tensor_faults(t, t.name)}
     faults = []
     for node in model.graph.node:
         rank = ranks.get(node.input[0]) if node.input else None

@@ -8,6 +8,9 @@ node groups the sequence writers share with them.
 - `lstm` / `gru` -> one LSTM / GRU node (one direction), gates reordered by `layout`; their writer
   returns one name per result (y, last state[, last cell]).
 
+And `real_first_nodes` / `along_steps_nodes`, the order putting a masked series' real steps first
+(`deepsharp.layers.masks.real_first`), which the recurrent and sine-position writers share.
+
 The recurrent entries need the weights as constants (initializers on the tape): ONNX's LSTM takes
 them in its own gate order, which `layout` makes from the numbers.
 """
@@ -91,6 +94,40 @@ def _attention(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[i
     k_t = emit("Transpose", [inputs[1]], {"perm": perm}, suffix="keys_t")
     return attention_nodes(emit, inputs[0], k_t, inputs[2], inputs[3] if len(inputs) > 3 else None,
                            scale=float(attrs["scale"]), causal=bool(attrs["causal"]), rank=rank)
+
+
+# -- a masked series' real steps first ---------------------------------------------------------------
+def real_first_nodes(emit: Emit, mask: str) -> tuple[str, str]:
+    """(places, order), int64 (batch, steps), from a series' bool mask (batch, steps): where each
+    step goes, and which step goes to each place, when the real steps come first in their order
+    and the padding after them in its order:
+
+        real_before = CumSum(Cast(mask, int64), exclusive)         (the rank of a real step)
+        padded_before = CumSum(Cast(Not(mask), int64), exclusive)
+        places = Where(mask, real_before, padded_before + ReduceSum(real, keepdims))
+        order = ScatterElements(places, places, real_before + padded_before)   (the inverse)
+
+    No sort (TopK): every node is exact on integers and runs from operator set 11."""
+    steps_axis = emit.constant("steps_axis", np.asarray(1, np.int64))
+    real = emit("Cast", [mask], {"to": TensorProto.INT64}, suffix="real")
+    padded = emit("Cast", [emit("Not", [mask], suffix="padding")], {"to": TensorProto.INT64},
+                  suffix="padded")
+    real_before = emit("CumSum", [real, steps_axis], {"exclusive": 1}, suffix="real_before")
+    padded_before = emit("CumSum", [padded, steps_axis], {"exclusive": 1}, suffix="padded_before")
+    count = emit("ReduceSum", [real], {"axes": [1], "keepdims": 1}, suffix="real_count")
+    after = emit("Add", [padded_before, count], suffix="padded_places")
+    places = emit("Where", [mask, real_before, after], suffix="places")
+    position = emit("Add", [real_before, padded_before], suffix="position")
+    order = emit("ScatterElements", [places, places, position], {"axis": 1}, suffix="order")
+    return places, order
+
+
+def along_steps_nodes(emit: Emit, x: str, index: str, suffix: str) -> str:
+    """x (batch, steps, ...) reordered along the steps: out[b, k] = x[b, index[b, k]], one
+    GatherND per series (batch_dims=1) by the index as a column: whole steps are copied (five
+    times faster in ONNX Runtime than a GatherElements by the index spread over the channels)."""
+    column = emit("Unsqueeze", [index], {"axes": [2]}, suffix=f"{suffix}_index")
+    return emit("GatherND", [x, column], {"batch_dims": 1}, suffix=suffix)
 
 
 # -- recurrent -----------------------------------------------------------------------------------------

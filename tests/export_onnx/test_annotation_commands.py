@@ -117,6 +117,13 @@ def test_check_an_input_without_a_shape_needs_npz(save, capsys):
     assert "input 'x' declares no shape to make a value from; pass --inputs feeds.npz" in capsys.readouterr().err
 
 
+def test_check_makes_no_input_past_its_size_limit(save, capsys):
+    made = model([h.make_node("Relu", ["x"], ["y"])], [tv("x", [2, 2 ** 31])], [tv("y", [2, 2 ** 31])])
+    assert check_main([save(made)]) == 2
+    assert "input 'x' would be made of 4,294,967,296 values (shape (2, 2147483648)), more than " \
+           "check makes (16,777,216)" in capsys.readouterr().err
+
+
 def test_check_unreadable_model_and_bad_options(tmp_path, capsys):
     assert check_main([str(tmp_path / "none.onnx")]) == 2
     assert "cannot read the model" in capsys.readouterr().err

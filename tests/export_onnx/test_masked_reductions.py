@@ -1,6 +1,7 @@
 """Masks wherever a series is reduced or normalised: a padded series answers exactly what the
 unpadded series answers, in the network and in ONNX Runtime, with padding at the end and (where
-the layer can leave it out) at the start; where it cannot, the layer is refused by name."""
+the layer can leave it out) at the start; where it cannot, the layer is refused by name. (The
+layers that count from a series' first step take padding anywhere: test_padding_anywhere.py.)"""
 
 from __future__ import annotations
 
@@ -207,24 +208,3 @@ def test_windowed_and_adaptive_pools_refuse_a_mask(spec, kind):
     _refused(spec, Shape(STEPS, CHANNELS), _padded(_series(), False),
              f"{kind} at place 1: the series reaching it carries a mask",
              f"step 1 \\({kind}.*the series reaching it carries a mask")
-
-
-@pytest.mark.parametrize("spec, kind", [
-    (Sequential().masking(0.0).lstm(2), "lstm"),
-    (Sequential().masking(0.0).gru(2, bidirectional=True), "gru"),
-    (Sequential().masking(0.0).sine_positions(), "sine_positions"),
-])
-def test_layers_that_count_from_the_start_refuse_padding_before_real_steps(spec, kind):
-    series = _series()
-    padded = _padded(series, at_start=True)
-    _refused(spec, Shape(STEPS, CHANNELS), padded,
-             f"{kind} at place 1: series 1 of the batch has a real step \\(2\\) after a padded "
-             f"one \\(1\\).*pad at the end", "")
-    if kind != "sine_positions":  # padded at the end: as unpadded, in the network and Runtime
-        assert_padded_as_unpadded(spec, Shape(STEPS, CHANNELS), series, _padded(series, False))
-        return
-    network = spec.lower(Shape(STEPS, CHANNELS), RandomStream(0))
-    at_end = network.predict(_padded(series, at_start=False), LOSS)
-    for row, s in enumerate(series):  # the real steps get the positions they get unpadded
-        np.testing.assert_allclose(at_end[row][:len(s)], network.predict(s[None], LOSS)[0],
-                                   atol=1e-5)

@@ -101,8 +101,8 @@ def test_refused(spec, shape, edit, message):
 
 
 def test_lengths_from_another_mask_are_refused():
-    """An LSTM counting a mask that is not the one riding with its series (a constant one: the
-    masking's own nodes no longer compute it, and are refused first)."""
+    """An LSTM counting a mask that is not the one riding with its series (a constant one: its
+    count is folded to a constant, which is not the count of the series' mask)."""
     spec = Sequential().masking(0.0).lstm(3)
     model = _exported(spec, Shape(7, 2))
     cast = next(n for n in model.graph.node if n.op_type == "Cast" and n.name.endswith("real_steps"))
@@ -110,8 +110,8 @@ def test_lengths_from_another_mask_are_refused():
     cast.input[0] = "other_mask"
     with pytest.raises(ImportRefused) as caught:
         OnnxFile(LOSS).read(model)
-    assert "node '0.masking/difference' (Sub): masking compares the steps with a constant " \
-        "value" in str(caught.value)
+    assert "node '1.lstm/layer0' (LSTM): its sequence_lens must be the count of the series' " \
+        "mask" in str(caught.value)
 
 
 def test_a_training_only_place_beyond_a_branch_is_refused():

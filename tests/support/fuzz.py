@@ -26,7 +26,9 @@ from typing import Callable
 
 import numpy as np
 
-from deepsharp import Adam, BinaryCrossEntropy, CrossEntropy, RandomStream, Sequential, Shape
+from deepsharp import (
+    Adam, BinaryCrossEntropy, CrossEntropy, MeanSquaredError, RandomStream, Sequential, Shape,
+)
 from deepsharp.errors import DeepsharpError
 from deepsharp_export_onnx import OnnxExport, OnnxFile
 from deepsharp_export_onnx.errors import OnnxError
@@ -80,10 +82,30 @@ def _image():
 NETWORKS = {"dense": _dense, "series": _series, "image": _image}
 
 
-def onnx_seeds() -> list[bytes]:
-    """Graphs the exporter writes (dense, a series, an image), the raw material of ONNX cases."""
-    return [OnnxExport(network.input_shape).to_bytes(network, CrossEntropy())
-            for network in (make() for make in NETWORKS.values())]
+FOREIGN = Path(__file__).resolve().parents[1] / "fixtures" / "import"
+FOREIGN_SEEDS = ("mlp_softmax.ts17", "cnn.dynamo18", "cnn_view.ts17", "conv1d_text.ts13",
+                 "lstm2.ts17", "bigru_last.dynamo18", "embedding_lstm.ts18", "encoder.ts17",
+                 "encoder_gelu.dynamo18", "attention.ts17", "layer_norm.ts13")
+
+
+def _prepared() -> bytes:
+    from deepsharp.preparation import Columns, FillMissing, OneHot, Standardizer
+
+    table = {"age": np.array([30.0, np.nan, 52.0, 41.0], np.float32),
+             "colour": np.array(["red", "blue", "red", "green"])}
+    prepare = Columns.fit(table, {"age": [FillMissing, Standardizer], "colour": OneHot})
+    network = Sequential().dense(3).lower(Shape(prepare.width_out), RandomStream(4))
+    return OnnxExport(Shape(prepare.width_out), prepare=prepare).to_bytes(network, CrossEntropy())
+
+
+def onnx_seeds(foreign: bool = True) -> list[bytes]:
+    """Graphs the exporter writes (dense, a series, an image, raw rows through a preparation)
+    and, with `foreign`, graphs PyTorch's two exporters wrote (tests/fixtures/import): the raw
+    material of ONNX cases."""
+    own = [OnnxExport(network.input_shape).to_bytes(network, CrossEntropy())
+           for network in (make() for make in NETWORKS.values())] + [_prepared()]
+    return own + ([(FOREIGN / f"{name}.onnx").read_bytes() for name in FOREIGN_SEEDS]
+                  if foreign else [])
 
 
 def network_file_seeds() -> list[bytes]:
@@ -116,12 +138,30 @@ def _probe(network, loss) -> None:
     """Run what was read on two zero examples (an example of 10**10 steps is a valid declaration
     that no probe should allocate)."""
     if network.input_shape.size <= PROBE_LIMIT:
-        network.predict(np.zeros((2, *network.input_shape), np.float32), loss)
+        steps = network.steps
+        ids = bool(steps) and steps[0].spec.input_dtype == "int64"
+        network.predict(np.zeros((2, *network.input_shape), np.int64 if ids else np.float32), loss)
+
+
+LOSS_BY_LAST_OP = {"Sigmoid": BinaryCrossEntropy, "Softmax": CrossEntropy}
+
+
+def _loss_for(data: bytes):
+    """The loss whose output activation makes the graph's output (a graph from elsewhere may end
+    without one: MeanSquaredError's identity then); bytes that do not parse take CrossEntropy."""
+    import onnx
+
+    try:
+        graph = onnx.load_from_string(data).graph
+        last = next(n.op_type for n in graph.node if graph.output and graph.output[0].name in n.output)
+    except Exception:  # a mutated file: OnnxFile.read itself is what the case tests
+        return CrossEntropy()
+    return LOSS_BY_LAST_OP.get(last, MeanSquaredError)()
 
 
 def read_onnx(data: bytes) -> None:
-    """OnnxFile.read on bytes (the loss picked by the graph's last node)."""
-    loss = BinaryCrossEntropy() if b"Sigmoid" in data else CrossEntropy()
+    """OnnxFile.read on bytes (the loss picked by the node making the graph's output)."""
+    loss = _loss_for(data)
     _probe(OnnxFile(loss).read(data), loss)
 
 

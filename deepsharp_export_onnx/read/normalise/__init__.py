@@ -26,6 +26,7 @@ from deepsharp_export_onnx.read.normalise.fuse import FUSIONS
 from deepsharp_export_onnx.read.normalise.graph import Graph
 from deepsharp_export_onnx.read.normalise.rewrite import REWRITES
 from deepsharp_export_onnx.read.normalise.shapes import resolve_reshapes
+from deepsharp_export_onnx.inference import infer_shapes
 
 ROUNDS = 12
 MALFORMED = (IndexError, KeyError, ValueError, TypeError, AttributeError)
@@ -89,7 +90,7 @@ def annotate(g: Graph) -> None:
     model = g.to_model()
     del model.graph.value_info[:]
     try:
-        symbolic = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        symbolic = infer_shapes(model, strict_mode=False, data_prop=True)
     except Exception:  # inference refusing a graph leaves its values bare: readers say what they miss
         symbolic = model
     for info in symbolic.graph.value_info:

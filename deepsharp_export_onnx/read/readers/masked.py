@@ -8,7 +8,11 @@
 - Reshape of the channels into groups, the groups' mean and variance over the real steps,
   normalised, joined, scaled and shifted -> group_norm (instance_norm when written as one);
 - x read twice, by Mul with a vector (the steps' scores, their Softmax, Where the mask leaves a
-  step out) and by Mul with those weights, summed over the steps -> attention_pool.
+  step out) and by Mul with those weights, summed over the steps -> attention_pool;
+
+and, for the layers that count from a series' first step (recurrent.py, sequences.py), the order
+putting the real steps first (`write/sequence_nodes.real_first_nodes`): `read_places`,
+`read_order` and `read_along_steps`.
 
 The mask must be the one the series carries (an embedding's padding or masking before it).
 """
@@ -16,6 +20,7 @@ The mask must be the one the series carries (an embedding's padding or masking b
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -239,3 +244,80 @@ def _pool_chain(r: Reading, scored: onnx.NodeProto) -> list[onnx.NodeProto] | No
     if spread is None or axes_of(r, spread) != [2]:
         return None
     return chain + [spread]
+
+
+# -- the real steps first -----------------------------------------------------------------------------
+PLACES_FORM = ("a masked series' places are Where(mask, CumSum(Cast(mask, int64), exclusive), "
+               "CumSum(Cast(Not(mask), int64), exclusive) + ReduceSum(Cast(mask, int64)))")
+
+
+@dataclass
+class RealFirst:
+    """The nodes putting a masked series' real steps first, read: `places` (where each step goes),
+    `order` (which step goes to each place, when written) and the nodes making them."""
+
+    places: str
+    nodes: list[onnx.NodeProto]
+    order: str | None = None
+
+
+def _exclusive_sum(r: Reading, name: str) -> onnx.NodeProto | None:
+    """CumSum(v, axis 1, exclusive=1) making `name`."""
+    node = producer(r, name, "CumSum")
+    if node is None or scalar(r, node.input[1]) != 1 or attrs(node).get("exclusive", 0) != 1 \
+            or attrs(node).get("reverse", 0) != 0:
+        return None
+    return node
+
+
+def _int64_of(r: Reading, name: str) -> onnx.NodeProto | None:
+    cast = producer(r, name, "Cast")
+    return cast if cast is not None and attrs(cast).get("to") == TensorProto.INT64 else None
+
+
+def read_places(r: Reading, node: onnx.NodeProto, places: str) -> RealFirst:
+    """The nodes making `places` from the series' mask (see PLACES_FORM); `node` is the node
+    reading them, named if they are not."""
+    mask = r.extra.get("mask")
+    where = producer(r, places, "Where")
+    after = producer(r, where.input[2], "Add") if where is not None else None
+    real_before = _exclusive_sum(r, where.input[1]) if where is not None else None
+    real = _int64_of(r, real_before.input[0]) if real_before is not None else None
+    count = producer(r, after.input[1], "ReduceSum") if after is not None else None
+    padded_before = _exclusive_sum(r, after.input[0]) if after is not None else None
+    padded = _int64_of(r, padded_before.input[0]) if padded_before is not None else None
+    padding = producer(r, padded.input[0], "Not") if padded is not None else None
+    if mask is None or padding is None or count is None or real is None \
+            or where.input[0] != mask or real.input[0] != mask or padding.input[0] != mask \
+            or count.input[0] != real.output[0] or axes_of(r, count) != [1] \
+            or attrs(count).get("keepdims", 1) != 1:
+        raise r.unreadable(node, PLACES_FORM + ", the mask being the one the series carries")
+    return RealFirst(places, [real, padding, padded, real_before, padded_before, count, after,
+                              where])
+
+
+def read_order(r: Reading, node: onnx.NodeProto, order: str) -> RealFirst:
+    """The nodes making `order` = ScatterElements(places, places, real_before + padded_before)."""
+    scatter = producer(r, order, "ScatterElements")
+    if scatter is None or len(scatter.input) != 3 or attrs(scatter).get("axis") != 1 \
+            or scatter.input[0] != scatter.input[1] or attrs(scatter).get("reduction", "none") \
+            not in ("none", b"none"):
+        raise r.unreadable(node, "a masked series' order is ScatterElements(places, places, "
+                                 "position) on the steps axis")
+    found = read_places(r, node, scatter.input[0])
+    real_before, padded_before = found.nodes[3], found.nodes[4]
+    position = producer(r, scatter.input[2], "Add")
+    if position is None or list(position.input) != [real_before.output[0],
+                                                     padded_before.output[0]]:
+        raise r.unreadable(node, "a masked series' position is the sum of its exclusive counts "
+                                 "of real and padded steps")
+    return RealFirst(found.places, found.nodes + [position, scatter], order)
+
+
+def read_along_steps(r: Reading, gather: onnx.NodeProto) -> tuple[str, list[onnx.NodeProto]]:
+    """GatherND(x, Unsqueeze(index, [2]), batch_dims=1): (index, nodes)."""
+    column = producer(r, gather.input[1], "Unsqueeze") if len(gather.input) == 2 else None
+    if column is None or attrs(gather).get("batch_dims", 0) != 1 or axes_of(r, column) != [2]:
+        raise r.unreadable(gather, "a series reordered along its steps is GatherND(x, "
+                                   "Unsqueeze(index, [2]), batch_dims=1)")
+    return column.input[0], [column, gather]

@@ -12,6 +12,11 @@ Transpose [0, 2, 1, 3] and a Reshape joining the last two axes. The stack is rea
   Reshape [0, -1];
 - the series' last step, Gather of index -1 on the steps axis: the last state, for one direction
   (for two, the reverse direction's last state is at the first step, and the form is refused).
+
+The exporter writes a masked series' stack between two reorderings (`real_first_nodes`): a
+GatherND by the order putting the real steps first before the Transpose, and, for a returned
+series, a GatherND by the places after the readout. Graphs without them (written
+before, for padding at the end) read as the same layer.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ import onnx
 
 from deepsharp.layers.recurrent import DIRECTIONS, Gru, Lstm
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads, reads_pattern
+from deepsharp_export_onnx.read.readers.masked import (
+    RealFirst, read_along_steps, read_order,
+)
 from deepsharp_export_onnx.read.readers.patterns import (
     attrs, axes_of, consumer, consumers, perm_of, producer, reshaped_dims, scalar,
 )
@@ -165,9 +173,46 @@ def _last_step(r: Reading, value: str, directions: int) -> onnx.NodeProto | None
     return gather
 
 
+@reads_pattern("GatherND")
+def read_real_first_recurrent(node: onnx.NodeProto, r: Reading) -> Read | None:
+    """A masked series with its real steps gathered to the front, then the stack; a returned
+    series gathered back to the steps' own places."""
+    if node.input[0] != r.value or r.extra.get("mask") is None:
+        return None
+    order, gather_nodes = read_along_steps(r, node)
+    moved = read_order(r, node, order)
+    turn = consumer(r, node.output[0], "Transpose")
+    read = _read_stack(turn, r, moved) if turn is not None else None
+    if read is None:
+        raise r.unreadable(node, "a masked series with its real steps gathered to the front is "
+                                 "read by an LSTM or GRU stack: Transpose [1, 0, 2], then the node")
+    read.nodes[:0] = moved.nodes + gather_nodes
+    return read
+
+
 @reads_pattern("Transpose")
 def read_recurrent(node: onnx.NodeProto, r: Reading) -> Read | None:
     """Transpose to time-major, then one LSTM/GRU node per layer."""
+    return _read_stack(node, r, None)
+
+
+def _put_back(r: Reading, rnn: onnx.NodeProto, value: str, moved: RealFirst
+              ) -> tuple[str, list[onnx.NodeProto]]:
+    """The returned series gathered back to the steps' own places (by the order's places)."""
+    gather = consumer(r, value, "GatherND")
+    index, nodes = read_along_steps(r, gather) if gather is not None else (None, [])
+    if index is None or gather.input[0] != value:
+        raise r.unreadable(rnn, "a series returned from the real steps gathered to the front is "
+                                "gathered back to the steps' own places (GatherND by the places)")
+    if index != moved.places:
+        raise r.unreadable(gather, "the series is put back by other places than those it was "
+                                   "gathered by")
+    return gather.output[0], nodes
+
+
+def _read_stack(node: onnx.NodeProto, r: Reading, moved: RealFirst | None) -> Read | None:
+    """Transpose to time-major, then one LSTM/GRU node per layer (the input reordered by
+    `moved`, when given: the series returned is put back)."""
     rnn = consumer(r, node.output[0], "LSTM", "GRU")
     if perm_of(node) != [1, 0, 2] or rnn is None or rnn.input[0] != node.output[0]:
         return None
@@ -212,6 +257,12 @@ def read_recurrent(node: onnx.NodeProto, r: Reading) -> Read | None:
             value = last.output[0]
         return_sequences = last is None
         break
+    if moved is not None and lengths is None:
+        raise r.unreadable(rnn, "a series with its real steps gathered to the front is read with "
+                                "its lengths (sequence_lens)")
+    if moved is not None and return_sequences:
+        value, back = _put_back(r, rnn, value, moved)
+        nodes += back
     if not return_sequences:
         r.rank = 2
         r.extra.pop("mask", None)

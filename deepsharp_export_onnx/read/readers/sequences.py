@@ -3,7 +3,8 @@
 - Gather of a table by the ids -> embedding (with Sub and Cast to bool beside it: its padding
   index, whose mask later readers check their own against);
 - Unsqueeze, Mul by 2 pi c, Sin/Cos, Concat, Transpose, MatMul, Transpose, Add -> periodic embedding;
-- Shape and Add of a table's rows sliced by the length -> sine positions;
+- Shape and Add of a table's rows sliced by the length -> sine positions; for a masked series,
+  Add of the table's rows gathered by each step's place among the real steps;
 - Sub, Abs, ReduceMax, Cast and Mul -> masking.
 
 (LSTM and GRU nodes are read in recurrent.py.)
@@ -18,6 +19,7 @@ from onnx import TensorProto
 from deepsharp.layers.embedding import Embedding, PeriodicEmbedding, SinePositions, sine_table
 from deepsharp.layers.series import Masking
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads_fork, reads_pattern
+from deepsharp_export_onnx.read.readers.masked import read_places
 from deepsharp_export_onnx.read.readers.patterns import (
     attrs, axes_of, constant_list, consumer, consumers, float32_decimal, other_input, perm_of,
     producer, scalar,
@@ -108,10 +110,30 @@ def read_sine_positions(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
             or constant_list(r, length.input[1]) != [1] or constant_list(r, rows.input[1]) != [0]:
         raise r.unreadable(add, "sine positions add the rows of a constant table sliced to the "
                                 "series' length, read from its Shape")
-    if table.ndim != 2 or not np.array_equal(table, sine_table(*table.shape)):
-        raise r.unreadable(add, "the table added is not the sinusoidal positions' table")
+    _require_sine_table(r, add, table)
     return Read(add.output[0], [shape, length, rows, add], [SinePositions(max_length=table.shape[0])],
                 [{}])
+
+
+def _require_sine_table(r: Reading, add: onnx.NodeProto, table: np.ndarray) -> None:
+    if table.ndim != 2 or not np.array_equal(table, sine_table(*table.shape)):
+        raise r.unreadable(add, "the table added is not the sinusoidal positions' table")
+
+
+@reads_pattern("Add")
+def read_placed_sine_positions(node: onnx.NodeProto, r: Reading) -> Read | None:
+    """Add(x, Gather(table, places)): the sine positions of a masked series' steps, each at its
+    place among the real steps."""
+    rows = producer(r, other_input(node, r.value), "Gather")
+    table = r.view.constant(rows.input[0]) if rows is not None else None
+    if r.value not in node.input or r.extra.get("mask") is None or table is None:
+        return None
+    if attrs(rows).get("axis", 0) != 0:
+        raise r.unreadable(rows, "sine positions gather the table's rows (axis 0)")
+    _require_sine_table(r, node, table)
+    places = read_places(r, node, rows.input[1])
+    return Read(node.output[0], [*places.nodes, rows, node],
+                [SinePositions(max_length=table.shape[0])], [{}])
 
 
 @reads_fork

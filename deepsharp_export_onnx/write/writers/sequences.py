@@ -5,12 +5,17 @@
   one batched MatMul between two Transposes, then Add of the bias;
 - sine positions -> Add of the table's first rows, sliced by the series' length read from the
   input's Shape (the table holds `max_length` rows: a longer series is refused by the layer and
-  would be by the Slice too);
+  would be by the Slice too); for a masked series, Add of the table's rows gathered by each
+  step's place among the real steps (`real_first_nodes`), so padding may be anywhere;
 - masking -> Abs(x - value) reduced by ReduceMax over the channels: nonzero where a step is real;
   the steps are multiplied by it (as 0/1) and it is the mask;
 - lstm / gru -> one LSTM / GRU node per layer, both directions in one node, weights and gates
   ordered by `layout`; the mask becomes `sequence_lens` (ReduceSum of the mask as int32); initial
-  states zero. The series goes in time-major (one Transpose) and comes back batch-first.
+  states zero. The series goes in time-major (one Transpose) and comes back batch-first. A masked
+  series is first reordered with its real steps in front (GatherND by `real_first_nodes`' order:
+  padding may be anywhere, as in the network) and a returned series put back at the steps' own
+  places (GatherND by the places); the graph cannot branch, so it always
+  reorders, which is the identity for padding at the end.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from deepsharp.layers.embedding import (
 from deepsharp.layers.recurrent import DIRECTIONS, RecurrentStep
 from deepsharp.layers.series import MaskingStep
 from deepsharp_export_onnx.write.nodes import Emit
-from deepsharp_export_onnx.write.sequence_nodes import recurrent_arrays, recurrent_node
+from deepsharp_export_onnx.write.sequence_nodes import (
+    along_steps_nodes, real_first_nodes, recurrent_arrays, recurrent_node,
+)
 from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.write.writers.base import Writing, writes
 
@@ -64,6 +71,10 @@ def write_periodic_embedding(step: PeriodicEmbeddingStep, x: Value, w: Writing) 
 @writes(SinePositionsStep)
 def write_sine_positions(step: SinePositionsStep, x: Value, w: Writing) -> Value:
     table = w.constant("table", step.table, np.float32)
+    if x.mask is not None:
+        places, _ = real_first_nodes(Emit(w.tape, w.base), x.mask)
+        rows = w.node("Gather", [table, places], {"axis": 0}, suffix="rows")
+        return w.value(w.node("Add", [x.name, rows]), x.dims, x)
     shape = w.node("Shape", [x.name], suffix="shape")
     one = [w.constant("steps_axis", [1]), w.constant("steps_end", [2]), w.constant("axis0", [0])]
     length = w.node("Slice", [shape, *one], suffix="length")
@@ -91,11 +102,13 @@ def write_masking(step: MaskingStep, x: Value, w: Writing) -> Value:
 def write_recurrent(step: RecurrentStep, x: Value, w: Writing) -> Value:
     spec = step.spec
     directions = spec.directions
-    lengths = None
+    lengths, source = None, x.name
     if x.mask is not None:
         count = w.node("Cast", [x.mask], {"to": INT32}, suffix="real_steps")
         lengths = w.node("ReduceSum", [count], {"axes": [1], "keepdims": 0}, suffix="lengths")
-    series = w.node("Transpose", [x.name], {"perm": [1, 0, 2]}, suffix="time_major")
+        places, order = real_first_nodes(Emit(w.tape, w.base), x.mask)
+        source = along_steps_nodes(Emit(w.tape, w.base), x.name, order, "real_first")
+    series = w.node("Transpose", [source], {"perm": [1, 0, 2]}, suffix="time_major")
     direction = "bidirectional" if directions == 2 else "forward"
     y = y_h = ""
     for k in range(spec.layers):
@@ -113,6 +126,8 @@ def write_recurrent(step: RecurrentStep, x: Value, w: Writing) -> Value:
     if spec.return_sequences:  # (steps, directions, batch, H) -> (batch, steps, directions * H)
         turned = w.node("Transpose", [y], {"perm": [2, 0, 1, 3]}, suffix="batch_first")
         out = w.node("Reshape", [turned, w.constant("join_directions", [0, 0, -1])])
+        if lengths is not None:  # each step's output back at the step's own place
+            out = along_steps_nodes(Emit(w.tape, w.base), out, places, "own_places")
         return w.value(out, x.dims[:2] + (width,), x)
     # the last states (directions, batch, H) -> (batch, directions * H)
     turned = w.node("Transpose", [y_h], {"perm": [1, 0, 2]}, suffix="batch_first")
