@@ -122,7 +122,7 @@ def dropout(x: Tensor, rate: float, training: bool, purpose: str = "dropout") ->
     """
     if not training or rate == 0.0:
         return x
-    keep = current_run().generator(purpose).random(x.shape) >= rate
+    keep = current_run().draw(purpose, x.shape) >= rate
     return apply("dropout", x, Tensor(keep), rate=float(rate))
 
 

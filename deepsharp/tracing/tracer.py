@@ -40,6 +40,10 @@ Kind = TraceErrorKind
 _LOSS = ("a loss: losses have no operator in the ONNX sets written and a trace is an inference "
          "graph; trace the model's output and compute the loss outside the graph")
 
+_FUSED = ("a fused kernel (deepsharp.layers.fused): networks run it only when no tracer records; "
+          "write the primitives it fuses (matmul and add; conv, relu and max_pool; a self-attention "
+          "layer's projections and attention)")
+
 # Primitives a trace never records, and why.
 NOT_TRACEABLE: dict[str, str] = {
     "dropout": ("dropout in training mode: its random mask would be frozen into the graph; "
@@ -50,6 +54,8 @@ NOT_TRACEABLE: dict[str, str] = {
                    "normalises by the running statistics"),
     "mse_loss": _LOSS, "bce_logits_loss": _LOSS, "cross_entropy_loss": _LOSS,
     "cross_entropy_ids_loss": _LOSS,
+    # fused kernels a network runs only when no tracer records (the trace holds their primitives)
+    "matmul_add": _FUSED, "conv_relu_max_pool": _FUSED, "self_attention": _FUSED,
 }
 
 
