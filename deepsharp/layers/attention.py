@@ -95,7 +95,7 @@ class SelfAttentionStep(Step):
     def call(self, flow: Flow) -> Flow:
         x = flow.value
         extra = () if flow.mask is None else (flow.mask,)
-        if modes.trace_hook() is None:  # the same numbers from one fused primitive
+        if modes.may_fuse():  # the same numbers from one fused primitive
             a = apply("self_attention", x,
                       *(getattr(self, f"{name}_weight") for name in PROJECTIONS),
                       *(getattr(self, f"{name}_bias") for name in PROJECTIONS), *extra,

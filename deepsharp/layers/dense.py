@@ -58,7 +58,7 @@ class DenseStep(Step):
             self.bias = Parameter(bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.spec.bias and modes.trace_hook() is None and x.ndim >= 2:
+        if self.spec.bias and modes.may_fuse() and x.ndim >= 2:
             return apply("matmul_add", x, self.weight, self.bias)  # matmul and add, fused
         y = apply("matmul", x, self.weight)
         return apply("add", y, self.bias) if self.spec.bias else y

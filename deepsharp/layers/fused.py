@@ -53,7 +53,7 @@ def conv_relu_pool_attrs(steps: Sequence[Step], lengths: tuple[int, ...]) -> dic
 
 def run_steps(steps: Sequence[Step], flow: Flow) -> Flow:
     """Each step's `call` in turn, a fusable run of three steps as one primitive."""
-    fuse = modes.trace_hook() is None
+    fuse = modes.may_fuse()
     i = 0
     while i < len(steps):
         if fuse and flow.mask is None and i + 2 < len(steps) and steps[i].kind in CONVS:
