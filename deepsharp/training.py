@@ -28,6 +28,7 @@ from deepsharp.feeding import (
     inputs_of, prepare, probe, rows_in, sample_weights, tensors,
 )
 from deepsharp.losses import Loss
+from deepsharp.memory import keep_freed_memory
 from deepsharp.module import Module
 from deepsharp.objective import Objective
 from deepsharp.optimizers import Optimizer
@@ -358,6 +359,7 @@ def _objective(module: Module, source, val, loss: Any, loss_weights: Any, metric
 
 
 def _loop(run: _Run, resume: bool) -> History:
+    keep_freed_memory()  # steps reuse freed memory instead of faulting in fresh pages (memory.py)
     run.optimizer.bind(run.module.trainable_parameters())
     history, first_epoch, step = History(), 0, 0
     if run.checkpoint is not None and resume:
