@@ -236,7 +236,8 @@ def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
         totals.add(batch.rows, parts, outputs, targets)
         optimizer.step()
         step += 1
-        progress.update(totals.loss)
+        if progress.showing:
+            progress.update(totals.loss)
     run.source.end_epoch()
     return totals.logs(), step
 

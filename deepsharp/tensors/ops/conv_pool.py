@@ -70,7 +70,7 @@ def _pool_ordered_cols(xp: np.ndarray, kernel, pool, pooled) -> np.ndarray:
     return cols.reshape(cols.shape[0], -1, k * c)
 
 
-@primitive("conv_relu_max_pool")
+@primitive("conv_relu_max_pool", fresh=True)
 class ConvReluMaxPool:
     def forward(x, w, *bias, pads, pool):
         kernel, pooled = _geometry(x, w, pads, pool)

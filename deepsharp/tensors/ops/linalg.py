@@ -38,7 +38,7 @@ class MatMul:
         return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
 
 
-@primitive("matmul_add")
+@primitive("matmul_add", fresh=True)
 class MatMulAdd:
     """x @ w + b over the last axis of x (..., k), w (k, m), b (m,): a dense layer's matmul and
     add as one primitive, the bias added in place into the product. A network runs it only when

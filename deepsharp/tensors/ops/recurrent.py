@@ -165,7 +165,7 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
     return dgates
 
 
-@primitive("lstm", outputs=3)
+@primitive("lstm", outputs=3, fresh=True)
 class Lstm:
     def forward(x, weight_ih, weight_hh, bias_ih, bias_hh, lengths=None, *, reverse):
         hidden = _check("lstm", x, weight_ih, weight_hh, bias_ih, bias_hh, 4, lengths)
@@ -272,7 +272,7 @@ def _gru_through_time(rzn, hn, hs, dy_t, active, dh, w_hh_t, reverse):
     return dx_gates, dh_gates
 
 
-@primitive("gru", outputs=2)
+@primitive("gru", outputs=2, fresh=True)
 class Gru:
     """PyTorch's GRU (ONNX's with linear_before_reset=1): r and z from the input's and the state's
     products, n = tanh(x W_in + b_in + r * (h W_hn + b_hn)), h' = (1 - z) n + z h."""
