@@ -101,6 +101,8 @@ def read_masked_max(node: onnx.NodeProto, r: Reading) -> Read | None:
     if condition is None or condition.input[0] != mask or axes_of(r, condition) != [2]:
         return None
     fill = scalar(r, node.input[2])
+    if fill == 0.0:
+        return None  # the padding zeroed around a kernel (readers/conv.py)
     largest = _reduced(r, node, "ReduceMax")
     keep = int(attrs(largest).get("keepdims", 1)) if largest is not None else 1
     real_nodes = _real_from_mask(r, mask)

@@ -1,9 +1,28 @@
 """conv1d/2d/3d -> Conv and conv_transpose1d/2d/3d -> ConvTranspose, channels-first, kernels
-turned by `layout`, the border worked out for the places that reach the step."""
+turned by `layout`, the border worked out for the places that reach the step.
+
+Over a masked series (a kernel keeping each series' length: the others are refused by the
+step's `mask_refusal`), the kernel runs on each series' real steps alone, as the network's
+`masks.over_real_steps` does, channels-last around it:
+
+    condition = Unsqueeze(mask, [2])
+    front = GatherND(Where(condition, x, 0), order)     (`real_first_nodes`: real steps first)
+    y = Transpose(Conv(Transpose(front)))                (the kernel, channels-first)
+    out = Where(condition, GatherND(y, places), 0)       (answers at their steps, padding 0)
+
+The graph cannot branch, so it always reorders (the identity for padding at the end).
+`readers/conv.py` reads the form back.
+"""
 
 from __future__ import annotations
 
-from deepsharp.layers.conv import ConvStep, ConvTransposeStep
+from typing import Callable
+
+import numpy as np
+
+from deepsharp.layers.conv import ConvStep, ConvTransposeStep, KernelStep
+from deepsharp_export_onnx.write.nodes import Emit
+from deepsharp_export_onnx.write.sequence_nodes import along_steps_nodes, real_first_nodes
 from deepsharp_export_onnx.write.spatial_nodes import conv_attrs, conv_transpose_attrs
 from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.write.writers.base import Writing, writes
@@ -18,7 +37,34 @@ def _inputs(step, x: Value, w: Writing, kernel) -> list[str]:
     return inputs
 
 
-@writes(ConvStep, order=Order.CHANNELS_FIRST)
+def _masked_or_plain(write: Callable[[KernelStep, Value, Writing], Value]):
+    """The writer of a kernel step: `write` (on a channels-first value) as it is, or between the
+    nodes running it on a masked series' real steps alone."""
+
+    def writer(step: KernelStep, x: Value, w: Writing) -> Value:
+        if x.mask is None:
+            return write(step, w.turn(x, Order.CHANNELS_FIRST), w)
+        return _over_real_steps(step, w.turn(x, Order.CHANNELS_LAST), w, write)
+
+    writer.__name__ = write.__name__
+    writer.__doc__ = write.__doc__
+    return writer
+
+
+def _over_real_steps(step: KernelStep, x: Value, w: Writing, write) -> Value:
+    """The kernel on each series' real steps alone (the module's docstring); x channels-last."""
+    emit = Emit(w.tape, w.base)
+    condition = emit("Unsqueeze", [x.mask], {"axes": [2]}, suffix="real_condition")
+    zero = w.constant("zero", np.asarray(0.0, np.float32), np.float32)
+    zeroed = emit("Where", [condition, x.name, zero], suffix="padding_zeroed")
+    places, order = real_first_nodes(emit, x.mask)
+    front = w.value(along_steps_nodes(emit, zeroed, order, "real_first"), x.dims, x)
+    y = w.turn(write(step, w.turn(front, Order.CHANNELS_FIRST), w), Order.CHANNELS_LAST)
+    back = along_steps_nodes(emit, y.name, places, "own_places")
+    out = emit("Where", [condition, back, zero], suffix="padding_out")
+    return w.value(out, y.dims, y)
+
+
 def write_conv(step: ConvStep, x: Value, w: Writing) -> Value:
     spec = step.spec
     kernel, strides, dilations = spec.kernel_size, spec.strides, spec.dilations
@@ -29,7 +75,6 @@ def write_conv(step: ConvStep, x: Value, w: Writing) -> Value:
     return w.value(y, (x.dims[0], spec.filters, *out), x)
 
 
-@writes(ConvTransposeStep, order=Order.CHANNELS_FIRST)
 def write_conv_transpose(step: ConvTransposeStep, x: Value, w: Writing) -> Value:
     spec = step.spec
     kernel, strides, dilations = spec.kernel_size, spec.strides, spec.dilations
@@ -47,3 +92,7 @@ def write_conv_transpose(step: ConvTransposeStep, x: Value, w: Writing) -> Value
         else:
             out.append(fresh(w, n))
     return w.value(y, (x.dims[0], spec.filters, *out), x)
+
+
+writes(ConvStep, order=None)(_masked_or_plain(write_conv))
+writes(ConvTransposeStep, order=None)(_masked_or_plain(write_conv_transpose))
