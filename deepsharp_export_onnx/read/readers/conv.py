@@ -2,9 +2,9 @@
 only; the border becomes the padding argument that gives it.
 
 Over a masked series the exporter writes a kernel between the nodes running it on each series'
-real steps alone (`write/writers/conv.py`): Where(Unsqueeze(mask, [2]), x, 0), GatherND by the
-order putting the real steps first, Transpose, the node, Transpose, GatherND by the places, and
-Where(the same condition, ., 0). A Conv reading a masked series directly (a graph written before
+real steps alone (`write/writers/conv.py`): Mul by Unsqueeze(Cast(mask, float), [2]), GatherND by
+the order putting the real steps first, Transpose, the node, Transpose, GatherND by the places,
+and Mul by the same real steps. A Conv reading a masked series directly (a graph written before
 convolutions honoured masks, which convolves the padding as real steps) is refused: no layer
 means that.
 """
@@ -16,19 +16,17 @@ from dataclasses import replace
 import onnx
 
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads, reads_pattern
-from deepsharp_export_onnx.read.readers.masked import read_along_steps, read_order
-from deepsharp_export_onnx.read.readers.patterns import (
-    axes_of, consumer, perm_of, producer, scalar,
-)
+from deepsharp_export_onnx.read.readers.masked import read_along_steps, read_order, read_real
+from deepsharp_export_onnx.read.readers.patterns import consumer, perm_of
 from deepsharp_export_onnx.read.readers.windows import (
     border_of, channels_first, compact, int_attr_list, padding_of, spec_of,
 )
 from layout import Order, onnx_to_conv_kernel, onnx_to_conv_transpose_kernel
 
-MASKED_FORM = ("a kernel over a masked series is written Where(Unsqueeze(mask, [2]), x, 0), "
+MASKED_FORM = ("a kernel over a masked series is written x * Unsqueeze(Cast(mask, float), [2]), "
                "GatherND by the order putting the real steps first, Transpose [0, 2, 1], the "
-               "Conv or ConvTranspose, Transpose [0, 2, 1], GatherND by the places, and "
-               "Where(the same condition, ., 0)")
+               "Conv or ConvTranspose, Transpose [0, 2, 1], GatherND by the places, and Mul by "
+               "the same real steps")
 
 
 def _slots(node: onnx.NodeProto, r: Reading, kernel) -> dict:
@@ -104,28 +102,25 @@ def read_conv_transpose(node: onnx.NodeProto, r: Reading) -> Read:
 KERNELS = {"Conv": read_conv, "ConvTranspose": read_conv_transpose}
 
 
-def _zeroing(r: Reading, node: onnx.NodeProto | None, value: str, condition: str | None = None
-             ) -> bool:
-    """Whether `node` is Where(condition, value, 0), the condition Unsqueeze(mask, [2]) (or the
-    one given)."""
-    if node is None or len(node.input) != 3 or node.input[1] != value \
-            or scalar(r, node.input[2]) != 0.0:
-        return False
-    if condition is not None:
-        return node.input[0] == condition
-    unsqueeze = producer(r, node.input[0], "Unsqueeze")
-    return unsqueeze is not None and unsqueeze.input[0] == r.extra.get("mask") \
-        and axes_of(r, unsqueeze) == [2]
+def _zeroing(r: Reading, node: onnx.NodeProto | None, value: str, real: str | None = None
+             ) -> list[onnx.NodeProto] | None:
+    """The nodes making the real steps [Cast, Unsqueeze] when `node` is Mul(value, real steps)
+    (`real` given: that value), else None."""
+    if node is None or node.op_type != "Mul" or list(node.input[:1]) != [value]:
+        return None
+    found = read_real(r, node.input[1])
+    if found is None or (real is not None and node.input[1] != real):
+        return None
+    return found
 
 
-@reads_pattern("Where")
+@reads_pattern("Mul")
 def read_masked_kernel(node: onnx.NodeProto, r: Reading) -> Read | None:
     """A conv1d or conv_transpose1d on a masked series' real steps alone (the module's form)."""
-    if r.rank != 3 or r.order is not Order.CHANNELS_LAST or not _zeroing(r, node, r.value):
-        return None
-    front = consumer(r, node.output[0], "GatherND")
+    real = _zeroing(r, node, r.value) if r.rank == 3 and r.order is Order.CHANNELS_LAST else None
+    front = consumer(r, node.output[0], "GatherND") if real is not None else None
     if front is None:
-        raise r.unreadable(node, MASKED_FORM)
+        return None
     order, gathered = read_along_steps(r, front)
     moved = read_order(r, front, order)
     turn = consumer(r, front.output[0], "Transpose")
@@ -137,13 +132,12 @@ def read_masked_kernel(node: onnx.NodeProto, r: Reading) -> Read | None:
     back_turn = consumer(r, kernel.output[0], "Transpose")
     back = consumer(r, back_turn.output[0], "GatherND") if back_turn is not None else None
     places, put_back = read_along_steps(r, back) if back is not None else (None, [])
-    out = consumer(r, back.output[0], "Where") if back is not None else None
+    out = consumer(r, back.output[0], "Mul") if back is not None else None
     if perm_of(back_turn) != [0, 2, 1] or places != moved.places \
-            or not _zeroing(r, out, back.output[0], node.input[0]):
+            or _zeroing(r, out, back.output[0], node.input[1]) is None:
         raise r.unreadable(kernel, MASKED_FORM)
     _refuse_unless_exact(kernel, r, read)
-    nodes = [producer(r, node.input[0]), node, *moved.nodes, *gathered, turn, *read.nodes,
-             back_turn, *put_back, out]
+    nodes = [*real, node, *moved.nodes, *gathered, turn, *read.nodes, back_turn, *put_back, out]
     return Read(out.output[0], nodes, read.specs, read.slots, order=Order.CHANNELS_LAST)
 
 

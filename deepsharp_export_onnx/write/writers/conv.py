@@ -5,10 +5,10 @@ Over a masked series (a kernel keeping each series' length: the others are refus
 step's `mask_refusal`), the kernel runs on each series' real steps alone, as the network's
 `masks.over_real_steps` does, channels-last around it:
 
-    condition = Unsqueeze(mask, [2])
-    front = GatherND(Where(condition, x, 0), order)     (`real_first_nodes`: real steps first)
-    y = Transpose(Conv(Transpose(front)))                (the kernel, channels-first)
-    out = Where(condition, GatherND(y, places), 0)       (answers at their steps, padding 0)
+    real = Unsqueeze(Cast(mask, float), [2])
+    front = GatherND(x * real, order)           (`real_first_nodes`: the real steps first)
+    y = Transpose(Conv(Transpose(front)))       (the kernel, channels-first)
+    out = GatherND(y, places) * real            (the answers at their steps, the padding 0)
 
 The graph cannot branch, so it always reorders (the identity for padding at the end).
 `readers/conv.py` reads the form back.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
+from onnx import TensorProto
 
 from deepsharp.layers.conv import ConvStep, ConvTransposeStep, KernelStep
 from deepsharp_export_onnx.write.nodes import Emit
@@ -28,6 +28,8 @@ from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.write.writers.base import Writing, writes
 from deepsharp_export_onnx.write.writers.windows import fresh, window_dims
 from layout import Order, conv_kernel_to_onnx, conv_transpose_kernel_to_onnx
+
+FLOAT = TensorProto.FLOAT
 
 
 def _inputs(step, x: Value, w: Writing, kernel) -> list[str]:
@@ -54,15 +56,14 @@ def _masked_or_plain(write: Callable[[KernelStep, Value, Writing], Value]):
 def _over_real_steps(step: KernelStep, x: Value, w: Writing, write) -> Value:
     """The kernel on each series' real steps alone (the module's docstring); x channels-last."""
     emit = Emit(w.tape, w.base)
-    condition = emit("Unsqueeze", [x.mask], {"axes": [2]}, suffix="real_condition")
-    zero = w.constant("zero", np.asarray(0.0, np.float32), np.float32)
-    zeroed = emit("Where", [condition, x.name, zero], suffix="padding_zeroed")
     places, order = real_first_nodes(emit, x.mask)
+    real = emit("Unsqueeze", [emit("Cast", [x.mask], {"to": FLOAT}, suffix="kept")],
+                {"axes": [2]}, suffix="kept_steps")
+    zeroed = emit("Mul", [x.name, real], suffix="padding_zeroed")
     front = w.value(along_steps_nodes(emit, zeroed, order, "real_first"), x.dims, x)
     y = w.turn(write(step, w.turn(front, Order.CHANNELS_FIRST), w), Order.CHANNELS_LAST)
     back = along_steps_nodes(emit, y.name, places, "own_places")
-    out = emit("Where", [condition, back, zero], suffix="padding_out")
-    return w.value(out, y.dims, y)
+    return w.value(emit("Mul", [back, real], suffix="padding_out"), y.dims, y)
 
 
 def write_conv(step: ConvStep, x: Value, w: Writing) -> Value:
