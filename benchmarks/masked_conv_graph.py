@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support, benchmarks
 
-from benchmarks.padding_graph import measure, session  # noqa: E402
+from benchmarks.padding_graph import compare  # noqa: E402
 
 STEPS, VOCABULARY, WIDTH, FILTERS, KERNEL, BATCH = 200, 5000, 64, 128, 5, 32
 
@@ -67,20 +67,8 @@ def graphs() -> tuple[dict[str, bytes], dict[str, np.ndarray]]:
 
 def main() -> list[dict]:
     data, batches = graphs()
-    rows = []
-    for label, x in batches.items():
-        answers = {name: session(graph).run(None, {"input": x})[0] for name, graph in data.items()}
-        wrong = np.abs(answers["real steps only"] - answers["padding read"]).max()
-        best = measure(data, x)
-        base = best["padding read"]
-        print(f"{label}: largest difference real steps only vs padding read {wrong:.2g} "
-              f"(the padding read as real steps)")
-        print(f"  {'graph':<17}{'cpu ms':>8}{'wall ms':>9}{'cpu vs padding read':>21}")
-        for name, (cpu, wall) in best.items():
-            print(f"  {name:<17}{cpu * 1e3:>8.3f}{wall * 1e3:>9.3f}{cpu / base[0] - 1:>+20.1%}")
-            rows.append({"batch": label, "graph": name, "cpu_ms": cpu * 1e3, "wall_ms": wall * 1e3,
-                         "cost": cpu / base[0] - 1})
-    return rows
+    return compare(data, batches, "padding read", "real steps only",
+                   "the padding read as real steps")
 
 
 if __name__ == "__main__":

@@ -14,15 +14,14 @@ import onnx
 import pytest
 
 from deepsharp import Adam, CrossEntropy, MeanSquaredError, RandomStream, Sequential, Shape, Tensor
-from deepsharp.layers.base import Flow
 from deepsharp.tensors import apply
 from deepsharp_export_onnx import ImportRefused, OnnxExport, OnnxFile
 from tests.export_onnx.test_padding_anywhere import (
-    PLACEMENTS, SIZES, id_series, ids_anywhere, lay_out, real_places,
+    PLACEMENTS, assert_input_gradients_through_the_gathers, assert_real_steps_answer_alone,
+    id_series, ids_anywhere, lay_out, parameter_gradients, real_places,
 )
 from tests.export_onnx.test_seq_export import PAD, VOCABULARY
-from tests.support import assert_gradients, check_layer
-from tests.support.gradcheck import float64_module
+from tests.support import check_layer
 from tests.support.graph_edits import node_of, set_attr, without_masked_kernels
 from tests.support.onnx_check import ort_session
 
@@ -75,35 +74,11 @@ TEXT_CLASSIFIER = (Sequential().embedding(VOCABULARY, 8, padding_index=PAD)
                    .global_max_pool().dense(3))
 
 
-def _assert_real_steps_answer_alone(network, make, fill, shape, *, zero_padding: bool) -> None:
-    """For two batch sizes and two lengths and every placement: ONNX Runtime answers as the
-    network, and every real step (or a reduced row) as the unpadded series alone, in both."""
-    session = ort_session(OnnxExport(shape).to_bytes(network, LOSS))
-    steps_out = len(network.output_shape) == 2
-    for count, steps in SIZES:
-        series = make(count, steps, seed=count)
-        alone = [network.predict(s[None], LOSS)[0] for s in series]
-        alone_ort = [session.run(None, {"input": s[None]})[0][0] for s in series]
-        for where in PLACEMENTS:
-            batch, places = lay_out(series, steps, where, fill)
-            out = network.predict(batch, LOSS)
-            out_ort = session.run(None, {"input": batch})[0]
-            np.testing.assert_allclose(out_ort, out, rtol=0, atol=1e-5, err_msg=where)
-            for row, index in enumerate(places):
-                label = f"{where}, {steps} steps, row {row}"
-                for answers, own in ((out, alone), (out_ort, alone_ort)):
-                    got = answers[row][index] if steps_out else answers[row]
-                    np.testing.assert_allclose(got, own[row], rtol=0, atol=1e-5, err_msg=label)
-                if zero_padding:
-                    padding = np.setdiff1d(np.arange(steps), index)
-                    assert not out[row, padding].any() and not out_ort[row, padding].any(), label
-
-
 @pytest.mark.parametrize("spec", [s for _, s in KERNELS + STACKS],
                          ids=[n for n, _ in KERNELS + STACKS])
 def test_real_steps_answer_as_the_unpadded_series(spec):
     network = spec.lower(Shape(7, CHANNELS), RandomStream(3))
-    _assert_real_steps_answer_alone(network, float_series, 0.0, Shape(7, CHANNELS),
+    assert_real_steps_answer_alone(network, float_series, 0.0, Shape(7, CHANNELS),
                                     zero_padding=any(spec is s for _, s in KERNELS))
 
 
@@ -117,14 +92,7 @@ def test_the_text_classifier_trains_and_answers_as_the_unpadded_texts():
     history = network.fit(texts, labels, loss=CrossEntropy(), optimizer=Adam(1e-2), epochs=3,
                           batch_size=16, verbose=0)
     assert history[-1]["loss"] < history[0]["loss"]
-    _assert_real_steps_answer_alone(network, id_series, PAD, Shape(12), zero_padding=False)
-
-
-def _parameter_gradients(network, x: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
-    for _, p in network.trainable_parameters():
-        p.grad = None
-    (network.forward(Tensor(x)) * Tensor(weights)).sum().backward()
-    return {path: p.grad.copy() for path, p in network.trainable_parameters()}
+    assert_real_steps_answer_alone(network, id_series, PAD, Shape(12), zero_padding=False)
 
 
 @pytest.mark.parametrize("spec", [
@@ -151,9 +119,9 @@ def test_parameter_gradients_are_those_of_the_unpadded_series(spec, where):
             weights[row, index] = mine
         else:
             weights[row] = mine
-        for path, grad in _parameter_gradients(network, s[None], mine[None]).items():
+        for path, grad in parameter_gradients(network, s[None], mine[None]).items():
             expected[path] = expected.get(path, 0) + grad
-    for path, grad in _parameter_gradients(network, batch, weights).items():
+    for path, grad in parameter_gradients(network, batch, weights).items():
         np.testing.assert_allclose(grad, expected[path], rtol=1e-4, atol=1e-6, err_msg=path)
 
 
@@ -166,14 +134,7 @@ def test_input_gradients_flow_through_the_gathers(spec):
     """Finite differences in float64 of a weighted sum of the answers, with respect to a series
     whose mask (held apart from its values) has padding at the start and holes: the padding's
     values get no gradient, the real ones that of the unpadded series."""
-    network = spec.lower(Shape(6, 2), RandomStream(0))
-    step = network.steps[0]
-    mask = Tensor(np.array([[False, True, False, True, True, False],
-                            [False, False, False, True, True, True]]))
-    x = np.random.default_rng(0).standard_normal((2, 6, 2))
-    weights = np.random.default_rng(1).standard_normal(step.call(Flow(Tensor(x), mask)).value.shape)
-    with float64_module(network):
-        assert_gradients(lambda t: (step.call(Flow(t, mask)).value * Tensor(weights)).sum(), [x])
+    assert_input_gradients_through_the_gathers(spec)
 
 
 @pytest.mark.parametrize("spec, shape, make, gradients", [
