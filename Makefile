@@ -22,7 +22,8 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m heavy
 
-# Side-by-side speed with PyTorch on this CPU (installs the pinned CPU build of torch).
+# Side-by-side speed with PyTorch on this CPU (installs the pinned CPU build of torch, numba and
+# threadpoolctl): CPU time at 1 thread and wall time at 2 threads, see docs/performance.md.
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) benchmarks/run.py

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from side_by_side import deepsharp_trainer, report, torch_ready, torch_trainer
+from side_by_side import deepsharp_trainer, factories, report, torch_data, torch_trainer
 
 TOKENS, VOCABULARY, WIDTH, HEADS, FEED, CLASSES, BATCH, BATCHES = 64, 1000, 128, 4, 512, 2, 32, 16
 
@@ -41,15 +41,14 @@ def deepsharp_model():
     return spec.lower(Shape(TOKENS), RandomStream(0))
 
 
-def deepsharp_epoch():
+def deepsharp_epoch(threads: int = 1):
     from deepsharp import CrossEntropy
 
-    return deepsharp_trainer(deepsharp_model(), CrossEntropy(), *_data(), BATCH)
+    return deepsharp_trainer(deepsharp_model(), CrossEntropy(), *_data(), BATCH, threads)
 
 
-def torch_epoch():
-    torch = torch_ready()
-    x, y = (torch.from_numpy(a) for a in _data())
+def torch_epoch(best: bool = False):
+    torch, x, y = torch_data(_data())
 
     class Model(torch.nn.Module):
         def __init__(self) -> None:
@@ -63,11 +62,11 @@ def torch_epoch():
         def forward(self, ids):
             return self.head(self.block(self.embed(ids)).mean(dim=1))
 
-    return torch_trainer(Model(), torch.nn.CrossEntropyLoss(), x, y, BATCH)
+    return torch_trainer(Model(), torch.nn.CrossEntropyLoss(), x, y, BATCH, best)
 
 
 def main() -> list[dict]:
-    return report("transformer", deepsharp_epoch, torch_epoch, BATCHES)
+    return report("transformer", factories(deepsharp_epoch, torch_epoch), BATCHES)
 
 
 if __name__ == "__main__":

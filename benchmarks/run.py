@@ -1,9 +1,11 @@
 """Run every benchmarks/bench_*.py side by side with PyTorch on this CPU and print the ratios.
 
-    .venv/bin/python benchmarks/run.py [name ...]      # e.g. `lstm transformer`; all by default
+    .venv/bin/python benchmarks/run.py [name ...] [--measure cpu1|wall2]
+    # e.g. `lstm transformer --measure cpu1`; every benchmark and both measures by default
 
 `make bench` installs the pinned CPU build of torch first. Speed is measured here, never asserted in
-a test. Each bench module has `main() -> list[dict]`.
+a test. Each bench module has `main() -> list[dict]`; the measures are side_by_side.py's (CPU
+time at 1 thread, wall time at 2 threads with busy rounds discarded and counted).
 """
 
 from __future__ import annotations
@@ -17,6 +19,12 @@ HERE = Path(__file__).resolve().parent
 
 def main(names: list[str]) -> list[dict]:
     sys.path[:0] = [str(HERE), str(HERE.parent)]
+    if "--measure" in names:
+        import side_by_side
+
+        at = names.index("--measure")
+        side_by_side.chosen[:] = [names[at + 1]]
+        names = names[:at] + names[at + 2:]
     rows: list[dict] = []
     for path in sorted(HERE.glob("bench_*.py")):
         name = path.stem[len("bench_"):]
@@ -25,11 +33,30 @@ def main(names: list[str]) -> list[dict]:
         print(f"== {name}", flush=True)
         rows += importlib.import_module(path.stem).main()
     if rows:
-        print("\nsummary")
-        for row in rows:
-            print("  " + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                                   for k, v in row.items()))
+        from side_by_side import print_table
+
+        print("\nsummary: ms per step (best kept round); x torch, x best: PyTorch's time over "
+              "deepsharp's (above 1: deepsharp faster)")
+        print_table([row for row in rows if "measure" in row])  # training rows (side_by_side)
+        print(machine())
     return rows
+
+
+def machine() -> str:
+    """The machine and the versions the figures were measured with."""
+    import os
+    import platform
+
+    import numpy
+    from threadpoolctl import threadpool_info
+
+    import torch
+
+    blas = next((f"{i['internal_api']} {i['version']}" for i in threadpool_info()
+                 if i["user_api"] == "blas"), "unknown")
+    return (f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+            f"python {platform.python_version()}, numpy {numpy.__version__} ({blas}), "
+            f"torch {torch.__version__}")
 
 
 if __name__ == "__main__":

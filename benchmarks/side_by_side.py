@@ -1,20 +1,159 @@
-"""Time two trainers side by side: alternate rounds, report each one's best and median.
+"""Time deepsharp and PyTorch side by side, two ways, over interleaved rounds.
 
-The machine is shared, so the slower rounds measure the neighbours; alternating the frameworks
-round by round lets both see the same conditions. Each trainer factory returns a function that
-trains one round of `steps` optimisation steps.
+Each benchmark gives four trainer factories: deepsharp (`fit`, the path a user takes, numpy
+only), deepsharp with its optional compiled kernels (`compiled()`, numba), PyTorch's default (the
+usual loop, `torch.optim.Adam`) and PyTorch's best variant (fused Adam, and channels_last for a
+CNN). Each factory takes the number of threads and returns a function that
+trains one round of `steps` optimisation steps. Two measures:
+
+- **cpu1**: CPU time (`time.process_time`) at 1 thread: numpy's BLAS limited to 1 thread
+  (threadpoolctl), `torch.set_num_threads(1)`, deepsharp without its data-parallel step. CPU time
+  is what the process used, so it stays steady when the shared machine is busy: the figure to
+  decide by.
+- **wall2**: wall time at 2 threads: deepsharp inside `data_parallel(2)` (two halves of every
+  batch on two Python threads, BLAS at 1 thread each), numpy's BLAS otherwise at 2 threads,
+  `torch.set_num_threads(2)`. A round in which the machine was busy is discarded and counted, not
+  averaged in: the process got markedly less CPU than wall time (CPU < BUSY x wall: it waited for
+  a core), or other processes used more than OTHERS cores on average meanwhile (from /proc/stat:
+  a runtime whose threads spin while they wait, as PyTorch's OpenMP does, keeps its CPU time up
+  while it is starved). Rounds go on until ROUNDS are kept or MAX_ROUNDS were run.
+
+Rounds alternate the frameworks, so all four see the same conditions. Each framework's best
+(lowest) kept round is its figure; `x torch` and `x best` are PyTorch's time over deepsharp's,
+`numba x best` PyTorch best's over deepsharp with compiled kernels
+(above 1: deepsharp is faster).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
 import time
+from typing import Callable
 
-ROUNDS = 7
+ROUNDS = 5          # kept rounds per measure
+MAX_ROUNDS = 12     # rounds run at most per measure (busy ones included)
+BUSY = 0.9          # a wall2 round whose CPU time is below this share of its wall time is busy,
+OTHERS = 1.0        # and so is one in which other processes used more than this many cores
+LABELS = ("deepsharp", "numba", "torch", "torch best")
+MEASURES = {"cpu1": (1, 0), "wall2": (2, 1)}  # name: (threads, which time: 0 CPU, 1 wall)
+chosen = list(MEASURES)  # run.py's --measure narrows it
 
 
-def side_by_side(name: str, ours, theirs, steps: int, rounds: int = ROUNDS) -> list[dict]:
-    """Alternate the two trainers `rounds` times (after one warm-up round each)."""
+@contextlib.contextmanager
+def threads(count: int):
+    """numpy's BLAS and torch at `count` threads for the duration (restored after)."""
+    from threadpoolctl import threadpool_limits
+
+    torch = torch_ready(None)
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        with threadpool_limits(limits=count, user_api="blas"):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def machine_cpu() -> float:
+    """CPU seconds the whole machine has spent busy (every process, every core), from /proc/stat;
+    0 where there is none."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except OSError:
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _rounds(trainers: dict[str, Callable[[], float]], busy_check: bool) -> dict[str, dict]:
+    """Interleaved rounds after one warm-up each: per framework, the kept (cpu, wall) times and
+    the count of busy rounds discarded."""
+    for train in trainers.values():
+        train()  # warm up (allocations, thread pools)
+    kept: dict[str, list[tuple[float, float]]] = {label: [] for label in trainers}
+    busy = {label: 0 for label in trainers}
+    for _ in range(MAX_ROUNDS):
+        if all(len(k) >= ROUNDS for k in kept.values()):
+            break
+        for label, train in trainers.items():
+            if len(kept[label]) >= ROUNDS:
+                continue
+            wall, cpu, machine = time.perf_counter(), time.process_time(), machine_cpu()
+            train()
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            others = machine_cpu() - machine - cpu  # CPU seconds other processes used meanwhile
+            if busy_check and (cpu < BUSY * wall or others > OTHERS * wall):
+                busy[label] += 1
+            else:
+                kept[label].append((cpu, wall))
+    return {label: {"kept": kept[label], "busy": busy[label]} for label in trainers}
+
+
+def measure(name: str, factories: dict[str, Callable[[int], Callable[[], float]]], steps: int
+            ) -> list[dict]:
+    """Both measures of one benchmark: one row per measure, times in ms per step."""
+    rows = []
+    for measure_name in chosen:
+        count, index = MEASURES[measure_name]
+        with threads(count):
+            trainers = {label: factories[label](count) for label in LABELS}
+            results = _rounds(trainers, busy_check=(measure_name == "wall2"))
+        row: dict = {"benchmark": name, "measure": measure_name}
+        for label in LABELS:
+            times = [t[index] for t in results[label]["kept"]]
+            row[label] = min(times) / steps * 1e3 if times else float("nan")
+            row[f"{label} median"] = (statistics.median(times) / steps * 1e3 if times
+                                      else float("nan"))
+            row[f"{label} busy"] = results[label]["busy"]
+        row["x torch"] = row["torch"] / row["deepsharp"]
+        row["x best"] = row["torch best"] / row["deepsharp"]
+        row["numba x best"] = row["torch best"] / row["numba"]
+        rows.append(row)
+    return rows
+
+
+def report(name: str, factories: dict[str, Callable[[int], Callable[[], float]]],
+           steps: int) -> list[dict]:
+    """`measure`, printed as a table: each benchmark's `main`."""
+    rows = measure(name, factories, steps)
+    print_table(rows)
+    return rows
+
+
+HEADER = (f"{'benchmark':<13}{'measure':<8}{'deepsharp':>10}{'numba':>8}{'torch':>8}{'best':>8}"
+          f"{'x torch':>9}{'x best':>8}{'numba x best':>14}  busy rounds discarded "
+          f"(deepsharp/numba/torch/best)")
+
+
+def print_table(rows: list[dict], header: bool = True) -> None:
+    """ms per step (the best kept round), the ratios, and how many busy rounds were dropped."""
+    if header:
+        print(HEADER)
+    for row in rows:
+        busy = "/".join(str(row[f"{label} busy"]) for label in LABELS)
+        print(f"{row['benchmark']:<13}{row['measure']:<8}{row['deepsharp']:>10.2f}"
+              f"{row['numba']:>8.2f}{row['torch']:>8.2f}{row['torch best']:>8.2f}"
+              f"{row['x torch']:>9.2f}{row['x best']:>8.2f}{row['numba x best']:>14.2f}"
+              f"  {busy if row['measure'] == 'wall2' else '-'}")
+
+
+def torch_ready(threads: int | None = 2):
+    """torch, seeded (the same start for every run), on `threads` threads (None: as set, the
+    training measures set them per measure)."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    return torch
+
+
+def side_by_side(name: str, ours, theirs, steps: int, rounds: int = 7) -> list[dict]:
+    """Two runners (deepsharp's and PyTorch's) alternated `rounds` times after one warm-up round
+    each, by wall time: each one's best and median (the inference benchmark's measure)."""
     trainers = {"deepsharp": ours(), "pytorch": theirs()}
     for train in trainers.values():
         train()  # warm up (allocations, BLAS threads)
@@ -36,51 +175,64 @@ def side_by_side(name: str, ours, theirs, steps: int, rounds: int = ROUNDS) -> l
     return rows
 
 
-def report(name: str, ours, theirs, steps: int, rounds: int = ROUNDS) -> list[dict]:
-    """`side_by_side`, printed as a table: each benchmark's `main`."""
-    rows = side_by_side(name, ours, theirs, steps, rounds)
-    print_table(rows)
-    return rows
+def series_data(batch: int, batches: int, steps: int, features: int
+                ) -> tuple:
+    """Random series (batch * batches, steps, features) and a target the last 10 steps decide:
+    the recurrent benchmarks' data."""
+    import numpy as np
+
+    generator = np.random.default_rng(0)
+    x = generator.standard_normal((batch * batches, steps, features)).astype(np.float32)
+    y = (x[:, -10:, :4].sum(axis=(1, 2)) / 10).astype(np.float32)[:, None]
+    return x, y
 
 
-def torch_ready():
-    """torch on 2 threads (as numpy's BLAS here), seeded: the same start for every run."""
-    import torch
-
-    torch.set_num_threads(2)
-    torch.manual_seed(0)
-    return torch
+def torch_data(arrays) -> tuple:
+    """torch (seeded) and the benchmark's arrays as tensors."""
+    torch = torch_ready(None)
+    return (torch, *(torch.from_numpy(a) for a in arrays))
 
 
-def print_table(rows: list[dict]) -> None:
-    print(f"{'benchmark':<14}{'framework':<11}{'ms/step':>9}{'steps/s':>10}{'median':>9}"
-          f"{'ratio':>8}{'median ratio':>14}")
-    for row in rows:
-        print(f"{row['benchmark']:<14}{row['framework']:<11}{row['seconds_per_step'] * 1e3:>9.2f}"
-              f"{row['steps_per_second']:>10.1f}{row['median_steps_per_second']:>9.1f}"
-              f"{row['ratio_to_pytorch']:>8.2f}{row['median_ratio_to_pytorch']:>14.2f}")
+def torch_recurrent(torch, recurrent, width: int, last):
+    """A torch model: `recurrent` (a module made first, so seeded first), its last states picked
+    by `last(outputs)` (batch, width), then Linear(width, 1)."""
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.recurrent = recurrent
+            self.dense = torch.nn.Linear(width, 1)
+
+        def forward(self, inputs):
+            return self.dense(last(self.recurrent(inputs)))
+
+    return Model()
 
 
-def deepsharp_trainer(network, loss, x, y, batch: int, lr: float = 1e-3):
-    """One epoch of `network.fit` (Adam, a new order each epoch: the path a user takes)."""
+def deepsharp_trainer(network, loss, x, y, batch: int, threads: int, lr: float = 1e-3):
+    """One epoch of `network.fit` (Adam, a new order each epoch: the path a user takes); at 2
+    threads inside `data_parallel(2)`."""
     from deepsharp import Adam
+    from deepsharp.parallel import data_parallel
 
     optimizer = Adam(lr)
     seeds = iter(range(1_000_000))
 
     def epoch() -> float:
-        history = network.fit(x, y, loss=loss, optimizer=optimizer, batch_size=batch,
-                              seed=next(seeds), progress=False)
+        with data_parallel(threads):
+            history = network.fit(x, y, loss=loss, optimizer=optimizer, batch_size=batch,
+                                  seed=next(seeds), progress=False)
         return history[-1]["loss"]
 
     return epoch
 
 
-def torch_trainer(model, loss_fn, x, y, batch: int, lr: float = 1e-3):
-    """One epoch of PyTorch's usual loop (Adam, a new order each epoch) as a function."""
+def torch_trainer(model, loss_fn, x, y, batch: int, best: bool, lr: float = 1e-3):
+    """One epoch of PyTorch's usual loop (Adam, a new order each epoch) as a function; `best`
+    takes the fused Adam."""
     import torch
 
-    optimizer = torch.optim.Adam(model.parameters(), lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr, fused=best or None)
     generator = torch.Generator().manual_seed(0)
 
     def epoch() -> float:
@@ -94,3 +246,28 @@ def torch_trainer(model, loss_fn, x, y, batch: int, lr: float = 1e-3):
         return float(loss.detach())
 
     return epoch
+
+
+def factories(deepsharp_epoch, torch_epoch) -> dict[str, Callable[[int], Callable[[], float]]]:
+    """The four trainers of a benchmark from its `deepsharp_epoch(threads)` and
+    `torch_epoch(best)`."""
+    return {"deepsharp": deepsharp_epoch,
+            "numba": _compiled(deepsharp_epoch),
+            "torch": lambda count: torch_epoch(False),
+            "torch best": lambda count: torch_epoch(True)}
+
+
+def _compiled(deepsharp_epoch):
+    """deepsharp's trainer inside `compiled()`: the optional numba kernels on."""
+    from deepsharp.compiled import compiled
+
+    def factory(count: int) -> Callable[[], float]:
+        train = deepsharp_epoch(count)
+
+        def epoch() -> float:
+            with compiled():
+                return train()
+
+        return epoch
+
+    return factory

@@ -122,7 +122,7 @@ def dropout(x: Tensor, rate: float, training: bool, purpose: str = "dropout") ->
     """
     if not training or rate == 0.0:
         return x
-    keep = current_run().generator(purpose).random(x.shape) >= rate
+    keep = current_run().draw(purpose, x.shape) >= rate
     return apply("dropout", x, Tensor(keep), rate=float(rate))
 
 
@@ -203,7 +203,7 @@ def interpolate(x: Tensor, size=None, scale=None, mode: str = "nearest",
     if (size is None) == (scale is None):
         raise SpecError("interpolate: give exactly one of size and scale")
     sizes = (_window(size, nd) if size is not None else
-             tuple(n * s for n, s in zip(x.shape[1:-1], _window(scale, nd))))
+             tuple(n * s for n, s in zip(x._data.shape[1:-1], _window(scale, nd))))
     return apply("resize", x, sizes=sizes, mode="nearest" if mode == "nearest" else "linear",
                  align_corners=int(align_corners))
 
@@ -227,7 +227,7 @@ def batch_norm(x: Tensor, running_mean: Tensor, running_var: Tensor, weight: Ten
     if not training:
         return apply("batch_norm_eval", x, weight, bias, running_mean, running_var, eps=float(eps))
     y, mean, var = apply("batch_norm", x, weight, bias, eps=float(eps))
-    count = x.size // x.shape[-1]
+    count = x._data.size // x._data.shape[-1]
     unbiased = var._data * (count / (count - 1))
     for running, batch in ((running_mean, mean._data), (running_var, unbiased)):
         running._data *= 1.0 - momentum

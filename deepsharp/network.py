@@ -100,9 +100,9 @@ class Network(Module):
                              f"{tuple(batch.shape)}")
 
     def call(self, flow: Flow, steps: Sequence[Step] | None = None) -> Flow:
-        for step in self.steps if steps is None else steps:
-            flow = step.call(flow)
-        return flow
+        from deepsharp.layers.fused import run_steps  # conv -> relu -> pool as one primitive
+
+        return run_steps(self.steps if steps is None else steps, flow)
 
     def forward(self, x: Tensor) -> Tensor:
         self.check_input(x)

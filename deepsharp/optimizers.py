@@ -19,6 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from deepsharp.arguments import flag, instance, number
+from deepsharp.compiled import kernel
 from deepsharp.errors import SpecError, StateError, TrainingError
 from deepsharp.module import Parameter
 from deepsharp.schedules import Schedule
@@ -196,6 +197,52 @@ class Adam(Optimizer):
         _check(owner, "eps", eps)
         self.betas, self.eps = (float(betas[0]), float(betas[1])), float(eps)
 
+    def step(self) -> None:
+        """Every parameter's update in one pass over flat buffers (`_flat_step`) when they share
+        one float type and one step count, else parameter by parameter: the same numbers."""
+        if not self.bound:
+            return super().step()  # which refuses, naming what to bind
+        if self.clip_norm is not None:
+            self.clip()
+        live = [(name, p) for name, p in self.params if p.grad is not None]
+        if not self._flat_step(live):
+            for name, p in live:
+                self.update(p._data, p.grad, self.state.setdefault(name, {}))
+        for _, p in live:
+            p._version += 1
+
+    def _flat_step(self, live: list[tuple[str, Parameter]]) -> bool:
+        """`update`'s arithmetic, operation for operation (so bit-identical), over the moments of
+        every parameter held in one flat buffer each (the state's arrays are views of them): one
+        numpy call per operation instead of one per operation and parameter."""
+        if len(live) < 2 or len({p.dtype for _, p in live}) != 1:
+            return False
+        dt = live[0][1].dtype
+        names = tuple(name for name, _ in live)
+        flat = _FlatMoments.of(self, names, [p._data for _, p in live])
+        if flat is None:
+            return False
+        b1, b2 = self.betas
+        g = flat.gather([p.grad for _, p in live], flat.grad)
+        if self.decoupled:
+            for _, p in live:
+                p._data *= np.asarray(1 - self.lr * self.weight_decay, dt)
+        elif self.weight_decay:
+            g = g + np.asarray(self.weight_decay, dt) * flat.gather([p._data for _, p in live])
+        for name in names:
+            self.state[name]["step"] += 1
+        t = float(self.state[names[0]]["step"])
+        m, v, work = flat.exp_avg, flat.exp_avg_sq, flat.work
+        compiled = kernel("adam_flat")
+        if compiled is not None:  # the same operations in one compiled pass (deepsharp.compiled)
+            compiled(g, m, v, work, *(dt.type(c) for c in (
+                1 - b1, 1 - b2, b2, math.sqrt(1 - b2 ** t), self.eps, self.lr / (1 - b1 ** t))))
+        else:
+            _adam_numpy(g, m, v, work, b1, b2, t, self.lr, self.eps)
+        for (_, p), part in zip(live, flat.views(work)):
+            p._data -= part
+        return True
+
     def update(self, p, g, state):
         dt = p.dtype
         if self.decoupled:
@@ -271,3 +318,73 @@ class RMSprop(Optimizer):
     def config(self):
         return {**super().config(), "alpha": self.alpha, "eps": self.eps,
                 "momentum": self.momentum, "centered": self.centered}
+
+
+def _adam_numpy(g, m, v, work, b1, b2, t, lr, eps) -> None:
+    """Adam's moments and update over flat buffers, the update left in `work`."""
+    dt = g.dtype
+    np.subtract(g, m, out=work)                      # m += (1 - b1) (g - m)
+    work *= np.asarray(1 - b1, dt)
+    m += work
+    v *= np.asarray(b2, dt)                          # v = b2 v + (1 - b2) g g
+    np.multiply(np.asarray(1 - b2, dt), g, out=work)
+    work *= g
+    v += work
+    step_size = lr / (1 - b1 ** t)
+    np.sqrt(v, out=work)                             # sqrt(v) / sqrt(1 - b2^t) + eps
+    work /= np.asarray(math.sqrt(1 - b2 ** t), dt)
+    work += np.asarray(eps, dt)
+    np.divide(m, work, out=work)                     # step_size (m / denom)
+    work *= np.asarray(step_size, dt)
+
+
+class _FlatMoments:
+    """Adam's two moments of a list of parameters in one flat buffer each, the optimizer's state
+    holding views of them (a checkpoint still stores them per parameter), with work buffers."""
+
+    def __init__(self, names: tuple[str, ...], shapes: list[tuple[int, ...]], dtype) -> None:
+        self.names, self.shapes = names, shapes
+        self.sizes = [int(np.prod(shape)) for shape in shapes]
+        total = sum(self.sizes)
+        self.exp_avg = np.zeros(total, dtype)
+        self.exp_avg_sq = np.zeros(total, dtype)
+        self.grad = np.empty(total, dtype)
+        self.work = np.empty(total, dtype)
+        self.exp_avg_views = self.views(self.exp_avg)
+        self.exp_avg_sq_views = self.views(self.exp_avg_sq)
+
+    @classmethod
+    def of(cls, optimizer: Optimizer, names: tuple[str, ...], params: list[np.ndarray]
+           ) -> "_FlatMoments | None":
+        """The optimizer's flat moments for these parameters, made (from the state as it is) when
+        missing or when the state was replaced (a checkpoint loaded); None when the parameters'
+        step counts differ (each then needs its own bias correction)."""
+        flat = getattr(optimizer, "_flat_moments", None)
+        states = [optimizer.state.get(name, {}) for name in names]
+        if flat is not None and flat.names == names and all(
+                s.get("exp_avg") is view for s, view in zip(states, flat.exp_avg_views)):
+            return flat
+        steps = {float(s["step"]) if "exp_avg" in s else 0.0 for s in states}
+        if len(steps) != 1:
+            return None
+        flat = cls(names, [p.shape for p in params], params[0].dtype)
+        for name, state, m, v in zip(names, states, flat.exp_avg_views, flat.exp_avg_sq_views):
+            if "exp_avg" in state:
+                m[...] = state["exp_avg"]
+                v[...] = state["exp_avg_sq"]
+            else:
+                state["step"] = np.zeros((), np.float64)
+            state["exp_avg"], state["exp_avg_sq"] = m, v
+            optimizer.state[name] = state
+        optimizer._flat_moments = flat
+        return flat
+
+    def views(self, buffer: np.ndarray) -> list[np.ndarray]:
+        parts, start = [], 0
+        for size, shape in zip(self.sizes, self.shapes):
+            parts.append(buffer[start:start + size].reshape(shape))
+            start += size
+        return parts
+
+    def gather(self, arrays: list[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+        return np.concatenate([a.reshape(-1) for a in arrays], out=out)

@@ -15,6 +15,7 @@ from typing import Iterator
 
 import numpy as np
 
+from deepsharp.errors import OpError
 from deepsharp.random import RandomStream
 
 
@@ -22,9 +23,25 @@ from deepsharp.random import RandomStream
 class Run:
     random: RandomStream
     step: int
+    # inside a data-parallel share of a batch: (the rows this share holds, the whole batch's size)
+    rows: tuple[slice, int] | None = None
 
     def generator(self, purpose: str) -> np.random.Generator:
         return self.random.generator(f"{purpose}:{self.step}")
+
+    def draw(self, purpose: str, shape: tuple[int, ...], method: str = "random") -> np.ndarray:
+        """`generator(purpose).<method>(shape)` for a batch-first `shape`. In a share of a batch
+        (`deepsharp.parallel`) it is those rows of the whole batch's draw, so every share draws
+        exactly what one pass over the whole batch draws."""
+        draw = getattr(self.generator(purpose), method)
+        if self.rows is None:
+            return draw(shape)
+        rows, size = self.rows
+        if not shape or shape[0] != rows.stop - rows.start:
+            raise OpError(f"{purpose}: a random draw of shape {tuple(shape)} inside a share of "
+                          f"rows {rows.start}..{rows.stop - 1} of a batch of {size}: its first "
+                          f"axis must be the batch's")
+        return draw((size, *shape[1:]))[rows]
 
 
 _run: ContextVar[Run | None] = ContextVar("deepsharp_run", default=None)
@@ -43,8 +60,9 @@ def current_run() -> Run:
 
 
 @contextlib.contextmanager
-def running(random: RandomStream, step: int) -> Iterator[Run]:
-    token = _run.set(Run(random, step))
+def running(random: RandomStream, step: int,
+            rows: tuple[slice, int] | None = None) -> Iterator[Run]:
+    token = _run.set(Run(random, step, rows))
     try:
         yield _run.get()
     finally:

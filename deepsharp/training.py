@@ -18,8 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from deepsharp.batches import (
-    ArraySource, Exhausted, IteratorSource, SequenceSource, as_array, is_iterator, is_sequence,
-    leaves, map_leaves, take,
+    ArraySource, Batch, Exhausted, IteratorSource, SequenceSource, as_array, is_iterator,
+    is_sequence, leaves, map_leaves, take,
 )
 from deepsharp.callbacks import Callback, EarlyStopping, History
 from deepsharp.errors import SpecError, TargetError, TrainingError
@@ -31,6 +31,7 @@ from deepsharp.losses import Loss
 from deepsharp.module import Module
 from deepsharp.objective import Objective
 from deepsharp.optimizers import Optimizer
+from deepsharp.parallel import forward_backward
 from deepsharp.progress import EpochProgress, verbosity
 from deepsharp.random import RandomStream
 from deepsharp.run import running
@@ -200,24 +201,38 @@ class _Run:
     batch_size: int  # the size a resumed run must use too (0: the data's own batches)
 
 
+def _rows_of(batch: Batch, rows: slice) -> Batch:
+    """Those rows of a batch (deepsharp.parallel's shares; all of them: the batch itself)."""
+    if rows.start == 0 and rows.stop >= batch.rows:
+        return batch
+    cut = lambda value: map_leaves(lambda a: a[rows], value)  # noqa: E731
+    return Batch(cut(batch.x), cut(batch.y), None if batch.w is None else cut(batch.w),
+                 batch.where, batch.start + rows.start)
+
+
+def _loss_of(run: _Run, batch: Batch) -> tuple[Tensor, tuple]:
+    """One batch's forward pass and loss; (the loss, (outputs, targets, each output's loss))."""
+    objective = run.objective
+    outputs = objective.results(call(run.module, tensors(batch.x), objective.single))
+    targets, weights = _targets(objective, batch, outputs, run.source.what, run.class_weight)
+    value, parts = objective.loss(outputs, targets, weights)
+    return value, ({k: t._data for k, t in outputs.items()}, targets, parts)
+
+
 def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
     module, objective, optimizer = run.module, run.objective, run.optimizer
     totals = _Epoch(objective)
     module.train()
     for batch in run.source.batches(epoch, run.stream, run.shuffle):
         optimizer.scheduled(epoch, step)
-        with running(run.stream, step):
-            result = call(module, tensors(batch.x), objective.single)
-        outputs = objective.results(result)
-        targets, weights = _targets(objective, batch, outputs, run.source.what, run.class_weight)
-        value, parts = objective.loss(outputs, targets, weights)
-        number = float(value._data)
+        optimizer.zero_grad()
+        with running(run.stream, step):  # forward and backward: two threads in data_parallel(2)
+            number, (outputs, targets, parts) = forward_backward(
+                module, lambda rows: _loss_of(run, _rows_of(batch, rows)), batch.rows)
         if not math.isfinite(number):
             raise TrainingError(f"fit: the loss became {number} at epoch {epoch + 1}, "
                                 f"{batch.where}; lower the learning rate or check the inputs")
-        totals.add(batch.rows, parts, {k: t._data for k, t in outputs.items()}, targets)
-        optimizer.zero_grad()
-        value.backward()
+        totals.add(batch.rows, parts, outputs, targets)
         optimizer.step()
         step += 1
         progress.update(totals.loss)

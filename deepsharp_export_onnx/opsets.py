@@ -42,7 +42,7 @@ FIRST: dict[str, int] = {
     "IsNaN": 9,
     "Conv": 1, "ConvTranspose": 1, "MaxPool": 8, "AveragePool": 7, "GlobalAveragePool": 1,
     "GlobalMaxPool": 1, "Pad": 2, "Resize": 11, "LSTM": 7, "GRU": 7,
-    "ScatterElements": 11, "Size": 1,
+    "ScatterElements": 11, "Size": 1, "Mod": 10,
 }
 
 # Nodes whose needs depend on their attributes: a function of the attributes giving the set.

@@ -20,7 +20,7 @@ from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer, requir
 from deepsharp.layers.dense import kaiming_uniform
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
-from deepsharp.tensors import Tensor, apply
+from deepsharp.tensors import Tensor, apply, modes
 
 PROJECTIONS = ("query", "key", "value")
 
@@ -94,8 +94,16 @@ class SelfAttentionStep(Step):
 
     def call(self, flow: Flow) -> Flow:
         x = flow.value
-        q, k, v = (self._project(x, name) for name in PROJECTIONS)
         extra = () if flow.mask is None else (flow.mask,)
+        if modes.may_fuse():  # the same numbers from one fused primitive
+            a = apply("self_attention", x,
+                      *(getattr(self, f"{name}_weight") for name in PROJECTIONS),
+                      *(getattr(self, f"{name}_bias") for name in PROJECTIONS), *extra,
+                      heads=self.heads, scale=self.scale, causal=int(self.spec.causal))
+            if self.spec.multi_head():
+                a = apply("matmul_add", a, self.output_weight, self.output_bias)
+            return Flow(a, flow.mask)
+        q, k, v = (self._project(x, name) for name in PROJECTIONS)
         a = apply("attention", q, k, v, *extra, scale=self.scale, causal=int(self.spec.causal))
         if self.spec.multi_head():
             a = apply("transpose", a, perm=(0, 2, 1, 3))

@@ -10,7 +10,7 @@ from pydantic import PositiveInt
 from deepsharp.layers.base import LayerSpec, Lowering, Step, layer, require_rank
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
-from deepsharp.tensors import Tensor, apply
+from deepsharp.tensors import Tensor, apply, modes
 
 
 def kaiming_uniform(generator: np.random.Generator, fan_in: int, shape: tuple[int, ...]) -> np.ndarray:
@@ -58,5 +58,7 @@ class DenseStep(Step):
             self.bias = Parameter(bias)
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.spec.bias and modes.may_fuse() and x.ndim >= 2:
+            return apply("matmul_add", x, self.weight, self.bias)  # matmul and add, fused
         y = apply("matmul", x, self.weight)
         return apply("add", y, self.bias) if self.spec.bias else y

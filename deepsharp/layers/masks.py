@@ -19,6 +19,7 @@ used instead of freezing one batch's padding.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -59,8 +60,9 @@ def masked_max(x: Tensor, mask: Tensor, keepdims: int) -> Tensor:
 def masked_moments(x: Tensor, real: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, Tensor]:
     """Mean and biased variance of x over `axes`, counting only where `real` (0/1, broadcasting
     to x) is 1; both kept with x's rank. A group with nothing real gives mean 0, variance 0."""
-    spread = int(np.prod([x.shape[a] for a in axes if real.shape[a] == 1]))
-    count = apply("maximum", apply("mul", _counts(real, axes, 1), float(spread)), 1.0)
+    # (a size read from a symbolic axis while tracing is a SymInt: the graph computes it)
+    spread = math.prod(x.shape[a] for a in axes if real._data.shape[a] == 1)
+    count = apply("maximum", apply("mul", _counts(real, axes, 1), spread), 1.0)
     mean = apply("div", apply("sum", apply("mul", x, real), axes=axes, keepdims=1), count)
     centred = apply("mul", apply("sub", x, mean), real)
     var = apply("div", apply("sum", apply("mul", centred, centred), axes=axes, keepdims=1), count)

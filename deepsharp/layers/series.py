@@ -74,6 +74,6 @@ class GaussianNoiseStep(Step):
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.spec.stddev == 0.0:
             return x
-        generator = current_run().generator(f"gaussian_noise:{self.place}")
-        noise = generator.standard_normal(x.shape) * self.spec.stddev
+        noise = current_run().draw(f"gaussian_noise:{self.place}", x.shape, "standard_normal")
+        noise = noise * self.spec.stddev
         return apply("add", x, Tensor(noise.astype(x.dtype)))

@@ -35,5 +35,5 @@ class SpatialDropoutStep(Step):
         if not self.training or rate == 0.0:
             return x
         mask_shape = (x.shape[0], *(1,) * (x.ndim - 2), x.shape[-1])
-        keep = current_run().generator(f"spatial_dropout:{self.place}").random(mask_shape) >= rate
+        keep = current_run().draw(f"spatial_dropout:{self.place}", mask_shape) >= rate
         return apply("dropout", x, Tensor(keep), rate=float(rate))

@@ -4,6 +4,7 @@ the Metric base class (see `deepsharp.metrics`)."""
 from __future__ import annotations
 
 import copy
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +84,7 @@ def _average(owner: str, value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
-class Metric:
+class Metric(ABC):
     """Base: `reset()`, `update(rows)` per batch, `result()` over everything since the reset.
     `fit` works on copies (one for training, one for validation); `check(task)` refuses a task
     the metric has no definition for."""
@@ -104,14 +105,17 @@ class Metric:
         copied.reset()
         return copied
 
+    @abstractmethod
     def reset(self) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def update(self, rows: Rows) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def result(self) -> float:
-        raise NotImplementedError
+        ...
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -3,11 +3,14 @@ scikit-learn defines it (see `deepsharp.metrics`)."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import numpy as np
 from scipy.stats import rankdata
 
 from deepsharp.errors import SpecError
 from deepsharp.metrics.base import AVERAGES, Metric, Rows, Task, _average
+
 
 class Accuracy(Metric):
     """The share of rows answered right (`accuracy_score`); a multi-label row is right when every
@@ -98,8 +101,9 @@ class _Counted(Metric):
         self.fn += np.bincount(true[true != pred], minlength=n)
         self.seen |= np.bincount(np.concatenate([true, pred]), minlength=n) > 0
 
+    @abstractmethod
     def _scores(self, tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        ...
 
     def result(self) -> float:
         tp, fp, fn = self.tp, self.fp, self.fn

@@ -9,6 +9,7 @@ categories (strings or integers), and gives float32 rows (rows, width_out).
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,7 +22,7 @@ CATEGORIES = "categories"
 FLOAT32, INT64, STRING = "float32", "int64", "string"
 
 
-class Preparation:
+class Preparation(ABC):
     """Base of the fitted preparation steps (frozen dataclasses holding read-only arrays).
 
     Subclasses set `kind` (the name the graph's metadata records), `takes` (NUMBERS or
@@ -31,20 +32,23 @@ class Preparation:
     takes: ClassVar[str] = NUMBERS
 
     @property
+    @abstractmethod
     def width_in(self) -> int:
-        raise NotImplementedError
+        ...
 
     @property
+    @abstractmethod
     def width_out(self) -> int:
-        raise NotImplementedError
+        ...
 
     @property
     def input_dtype(self) -> str:
         """The element type of the raw block: float32 for numbers; int64 or string categories."""
         return FLOAT32
 
+    @abstractmethod
     def apply(self, x: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        ...
 
     def __call__(self, x: Any) -> np.ndarray:
         """The prepared rows (float32, rows x width_out) of the raw block `x` (rows x width_in)."""

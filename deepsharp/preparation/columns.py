@@ -185,6 +185,10 @@ class Columns(Preparation):
     def width_out(self) -> int:
         return sum(c.prepare.width_out for c in self.columns)
 
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        raise PreparationError("Columns prepares a table of named columns, not one block: call it "
+                               "with a mapping column name -> values")
+
     def __call__(self, table: Mapping[str, Any]) -> np.ndarray:  # type: ignore[override]
         blocks = self._blocks(table)
         return np.concatenate([c.prepare.apply(b) for c, b in zip(self.columns, blocks)], axis=1)

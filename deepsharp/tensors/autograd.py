@@ -10,6 +10,7 @@ value the rule needs that was written in place since makes backward raise (versi
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -84,10 +85,21 @@ def _run_backward(record: Record, grads: list[np.ndarray | None],
         slots[index] = g if current is None else current + g
 
 
+# A thread's own place for leaf gradients (deepsharp.parallel): {id(leaf): (leaf, gradient)}.
+# Two threads running backward over the same parameters then never write the same `.grad`.
+leaf_sink: ContextVar[dict[int, tuple[Tensor, np.ndarray]] | None] = ContextVar(
+    "deepsharp_leaf_sink", default=None)
+
+
 def _accumulate_leaf(tensor: Tensor, g: np.ndarray) -> None:
     g = np.asarray(g, dtype=tensor.dtype)
     if g.shape != tensor.shape:
         raise OpError(f"gradient of shape {g.shape} for a tensor of shape {tensor.shape}")
+    sink = leaf_sink.get()
+    if sink is not None:
+        held = sink.get(id(tensor))
+        sink[id(tensor)] = (tensor, g.copy() if held is None else held[1] + g)
+        return
     if tensor.grad is None:
         tensor.grad = g.copy()  # never alias: clipping scales .grad in place
     else:

@@ -33,5 +33,14 @@ class TraceHook(Protocol):
         """`result` stands for `source`'s values without an operation (detach, clone; the value
         before an in-place write, and the written tensor taking the write's result)."""
 
+    def shape_of(self, tensor: "Tensor") -> tuple[int, ...]:
+        """`tensor.shape`: a SymInt for each symbolic axis of a traced tensor."""
+
+    def on_sizes(self, op: str, attrs: dict) -> None:
+        """`op` is about to run with sizes read from symbolic axes (SymInts) among its `attrs`."""
+
+    def active(self) -> bool:
+        """Whether the trace records now (a SymInt it made stands for a symbolic size)."""
+
     def on_no_grad(self) -> None:
         """`no_grad()` was entered while tracing."""

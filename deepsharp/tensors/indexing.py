@@ -10,13 +10,15 @@ import numpy as np
 from deepsharp.errors import OpError
 from deepsharp.tensors.advanced_index import getitem as advanced_getitem
 from deepsharp.tensors.advanced_index import is_advanced
+from deepsharp.tensors.symint import live
 
 END = 2 ** 63 - 1   # a bound running to the end of an axis, at any size (Python's omitted stop)
 START = -END        # a stop running to the start, with a negative step (Python's omitted stop)
 
 
 def _bound(value: Any, default: int) -> int:
-    return default if value is None else int(value)
+    """A bound as written; a size read from a symbolic axis (a SymInt) is kept as it is."""
+    return default if value is None else value if live(value) else int(value)
 
 
 def basic_index(shape: tuple[int, ...], index: Any) -> tuple[tuple[int, ...], ...]:
@@ -57,7 +59,7 @@ def basic_index(shape: tuple[int, ...], index: Any) -> tuple[tuple[int, ...], ..
             out_shape.append(len(range(size)[slice(b, e, s)]))
             kinds.append("slice")
         elif isinstance(i, (int, np.integer)) and not isinstance(i, bool):
-            k = int(i)
+            k = i if live(i) else int(i)
             if not -size <= k < size:
                 raise OpError(f"indexing: index {k} is out of range for axis {axis} of size {size}")
             starts.append(k), stops.append(k + 1 if k != -1 else END), steps.append(1)
@@ -77,7 +79,9 @@ def getitem(tensor, index: Any):
     result = tensor
     # bounds are kept as written (a negative one counts from the end, END runs to the end), so a
     # trace knows `x[:, 1:]` from `x[:, 1:7]`; only `:` (or `0:`) skips the slice
-    if not all(b == 0 and e == END and s == 1 for b, e, s in zip(starts, stops, steps)):
+    # (a size read from a symbolic axis is a bound even where it is 0 or the size in this run)
+    if not all(b == 0 and e == END and s == 1 and not live(b) and not live(e)
+               for b, e, s in zip(starts, stops, steps)):
         result = apply("slice", result, starts=starts, stops=stops, steps=steps)
     if tuple(out_shape) != result.shape:
         result = apply("reshape", result, shape=tuple(out_shape))

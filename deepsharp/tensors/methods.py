@@ -5,22 +5,29 @@ every deliberate difference from PyTorch."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import api  # the submodules are bound once deepsharp.tensors is imported
+from deepsharp.tensors.symint import UNROLLED, SymInt, plain
 
 
-class Size(int):
+class Size(SymInt):
     """The number of elements (numpy's `x.size`), callable as PyTorch's `x.size()` (the shape) and
-    `x.size(dim)` (one axis's size)."""
+    `x.size(dim)` (one axis's size). While a trace records, sizes of symbolic axes are SymInts
+    (deepsharp/tensors/symint.py), and so is the number of elements when one is."""
 
     _shape: tuple[int, ...]
 
     def __new__(cls, shape: tuple[int, ...]) -> "Size":
-        size = super().__new__(cls, int(np.prod(shape, dtype=np.int64)))
+        total: Any = 1
+        for n in shape:
+            total = total * n  # a SymInt's product keeps its expression
+        size = super().__new__(cls, plain(total), getattr(total, "expr", None),
+                               getattr(total, "owner", None))
         size._shape = tuple(shape)
         return size
 
@@ -57,7 +64,7 @@ class TensorMethods:
         return Size(self.shape)
 
     def numel(self) -> int:
-        return int(self._data.size)
+        return math.prod(self.shape)  # a SymInt while a trace records a symbolic axis
 
     def dim(self) -> int:
         return self.ndim
@@ -67,7 +74,10 @@ class TensorMethods:
     def __iter__(self):
         if self.ndim == 0:
             raise OpError("iteration over a 0-d tensor")
-        return (self.select(0, i) for i in range(self.shape[0]))
+        size = self.shape[0]
+        if isinstance(size, SymInt):
+            size.fixed("iterating over a tensor (for t in x)", UNROLLED)
+        return (self.select(0, i) for i in range(self._data.shape[0]))
 
     # -- comparisons and logic (bool results) -----------------------------------------------
     def _compare(self, op: str, other: Any, reflected: bool = False) -> Any:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 _grad_enabled: ContextVar[bool] = ContextVar("deepsharp_grad_enabled", default=True)
 _default_float: ContextVar[type] = ContextVar("deepsharp_default_float", default=np.float32)
 _trace_hook: ContextVar["TraceHook | None"] = ContextVar("deepsharp_trace_hook", default=None)
+_fusing: ContextVar[bool] = ContextVar("deepsharp_fusing", default=True)
 
 
 def grad_enabled() -> bool:
@@ -31,6 +32,23 @@ def default_float() -> type:
 
 def trace_hook() -> "TraceHook | None":
     return _trace_hook.get()
+
+
+def may_fuse() -> bool:
+    """Whether a layer may run a fused primitive (conv-relu-pool, matmul_add, self-attention)
+    in place of the primitives it stands for: not while a trace records (the graph is written
+    from the unfused primitives), nor inside `unfused()`."""
+    return _trace_hook.get() is None and _fusing.get()
+
+
+@contextlib.contextmanager
+def unfused() -> Iterator[None]:
+    """Run layers through their unfused primitives (the fused kernels' tests compare the two)."""
+    token = _fusing.set(False)
+    try:
+        yield
+    finally:
+        _fusing.reset(token)
 
 
 @contextlib.contextmanager

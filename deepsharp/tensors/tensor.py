@@ -14,8 +14,11 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords, modes
+from deepsharp.tensors.modes import _trace_hook
 from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
+from deepsharp.tensors.promotion import PROMOTES, promoted
+from deepsharp.tensors.symint import SymInt, holds_live, live
 from deepsharp.tensors.versions import (
     Version, check_current, saved_outputs, share_views,
 )
@@ -131,7 +134,11 @@ class Tensor(TensorMethods):
     # -- what a tensor is -------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._data.shape
+        """The sizes. While a trace records, a symbolic axis's size is a `SymInt` (an int that
+        carries the symbolic size: deepsharp/tensors/symint.py); library code reads
+        `_data.shape` where it means the traced run's numbers."""
+        hook = _trace_hook.get()  # (the context variable itself: .shape is read very often)
+        return self._data.shape if hook is None else hook.shape_of(self)
 
     @property
     def dtype(self) -> np.dtype:
@@ -142,6 +149,9 @@ class Tensor(TensorMethods):
         return self._data.ndim
 
     def __len__(self) -> int:
+        size = self.shape[0]
+        if isinstance(size, SymInt):  # len() can only give a plain int
+            size.fixed("len(x)", "read the size as x.shape[0], which the graph computes")
         return self._data.shape[0]
 
     def __repr__(self) -> str:
@@ -290,13 +300,13 @@ class Tensor(TensorMethods):
     def reshape(self, *shape: int) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return apply("reshape", self, shape=tuple(int(s) for s in shape))
+        return apply("reshape", self, shape=tuple(s if live(s) else int(s) for s in shape))
 
     def select(self, dim: int, index: int) -> "Tensor":
         """The values at position `index` of `dim`, which is dropped: a gather by a scalar index,
         kept as given (a negative index counts from the end, whatever the axis's size)."""
-        return apply("gather", self, Tensor(np.asarray(int(index), dtype=np.int64)),
-                     axis=keywords.axis("select", dim, self.ndim))
+        position = as_tensor(index) if live(index) else Tensor(np.asarray(int(index), np.int64))
+        return apply("gather", self, position, axis=keywords.axis("select", dim, self.ndim))
 
     def __getitem__(self, index: Any) -> "Tensor":
         from deepsharp.tensors.indexing import getitem
@@ -312,10 +322,17 @@ def as_tensor(value: Any, like: np.ndarray | None = None) -> Tensor:
     float type, so `x * 2.0` stays float32 (numpy would otherwise promote a float64 scalar)."""
     if isinstance(value, Tensor):
         return value
+    if live(value):  # a size read from a symbolic axis: computed in the graph (x / n)
+        kind = like.dtype if like is not None and like.dtype.kind == "f" else np.dtype(np.int64)
+        return apply("full", shape=(), value=value, dtype=kind.str)
     if (like is not None and like.dtype.kind == "f" and isinstance(value, (int, float))
             and not isinstance(value, bool)):
         return Tensor._wrap(np.asarray(value, dtype=like.dtype))
     return Tensor(value)
+
+
+def _cast(tensor: Tensor, dtype: np.dtype) -> Tensor:
+    return apply("cast", tensor, to=np.dtype(dtype).str)
 
 
 def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
@@ -323,15 +340,21 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     prim = lookup(op)
     like = next((i._data for i in inputs if isinstance(i, Tensor)), None)
     tensors = tuple(as_tensor(i, like) for i in inputs)
+    if op in PROMOTES:  # PyTorch's promotion (int with float -> the float), not numpy's
+        tensors = promoted(op, tensors, _cast)
+    hook = modes.trace_hook()
+    sized = hook is not None and holds_live(attrs)
+    if sized:  # sizes read from symbolic axes: the trace refuses those the op keeps as numbers
+        hook.on_sizes(op, attrs)
     out, saved = prim.forward(*(t._data for t in tensors), **attrs)
     outs = out if prim.outputs > 1 else (out,)
     results = tuple(Tensor._wrap(o) for o in outs)
     share_views(tensors, outs, results, op, attrs)
     needs_grad = (prim.differentiable and modes.grad_enabled()
                   and any(t.requires_grad for t in tensors))
-    hook = modes.trace_hook()
     # an operation without tensor inputs (arange) is shown to the tracer: its size may be symbolic
-    traced = hook is not None and (hook.involves(tensors) if tensors else True)
+    # so is one on constants given a size read from a symbolic axis (`weight[:n]`, `zeros(b, 5)`)
+    traced = hook is not None and (not tensors or sized or hook.involves(tensors))
     if needs_grad or traced:
         record = Record(op, tensors, attrs, saved, outs)
         if needs_grad and saved is not None:

@@ -17,8 +17,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from deepsharp.errors import TraceErrorKind, TraceException
-from deepsharp.tracing.reshape import Inexpressible, reshape_dims
+from deepsharp.tensors.symint import live
+from deepsharp.tracing.size_reads import user_line
+from deepsharp.tracing.reshape import Inexpressible, reshape_dims, reshape_given
 from deepsharp.tensors.ops.windows import NOTSET
+from deepsharp.tracing.sized_slices import fixed_position
+from deepsharp.tracing.sizes import Poly, as_product
 from deepsharp.tracing.symbols import Atom, Dim, Dims, Sym, describe, example, symbolic
 
 
@@ -45,12 +49,15 @@ class DimContext:
     shapes: tuple[tuple[int, ...], ...]    # the results' example shapes
     known_atoms: Callable[[], list[Atom]]
     make_atom: Callable[[int, int, int], Atom]  # (result index, axis, example size) -> new atom
-    # (base, d, stride, result index, axis, create) -> the atom ceil((base + d) / stride), the same
-    # for every operation asking for it (slices, aranges); None when not made yet and not `create`
-    derived_atom: Callable[[Sym, int, int, int, int, bool], Atom | None] | None = None
+    # (size, name, result index, axis, create) -> the atom of a size computed from other atoms
+    # (`steps-1`, `steps//2`: a slice's or a range's length, a size computed in Python), the
+    # same for every operation asking for it, held by the first one; None when not made yet
+    # and not `create`
+    sized_atom: Callable[[Poly, str, int, int, bool], Atom | None] | None = None
 
     def symbolic(self, message: str) -> TraceException:
-        return TraceException(TraceErrorKind.SYMBOLIC_SHAPE, f"{self.label}: {message}")
+        return TraceException(TraceErrorKind.SYMBOLIC_SHAPE,
+                              f"{self.label}: {message}{user_line(' (traced at', ')')}")
 
     def unsupported(self, message: str) -> TraceException:
         return TraceException(TraceErrorKind.UNSUPPORTED_OPERATION, f"{self.label}: {message}")
@@ -70,16 +77,26 @@ class DimContext:
     def derived(self, base: Sym, d: int, stride: int, output: int, axis: int, *,
                 create: bool = True) -> Dim | None:
         """The size ceil((base + d) / stride): `base` itself when d is 0 and stride 1, else one
-        atom shared by every operation making it, held by the first one (result `output`,
-        `axis`). None when `create` is off and no operation made it yet."""
-        if d == 0 and stride == 1:
-            return base
-        size = max(0, -(-(base.example + d) // stride))
-        if create and size < 2:
-            raise self.symbolic(f"axis {axis} of its result, {derived_name(base, d, stride)}, is "
-                                f"only {size} in the traced run, where it would broadcast or "
-                                f"vanish; trace with larger symbol sizes")
-        atom = self.derived_atom(base, d, stride, output, axis, create)
+        atom shared by every operation making it (see `dim_of`)."""
+        size = (Poly.of(base) + (d + stride - 1)) // stride
+        return self.dim_of(size, output, axis, create=create, name=derived_name(base, d, stride))
+
+    def dim_of(self, size: Poly, output: int, axis: int, *, create: bool = True,
+               name: str | None = None) -> Dim | None:
+        """A size computed from atoms as the Dim of axis `axis` of result `output`: a number, a
+        product of atoms, or else one atom shared by every operation making the same size (held
+        by the first one, which computes it from its polynomial). None when `create` is off
+        and no operation made it yet."""
+        dim = size.as_dim()
+        if dim is None:
+            dim = as_product(size, self.known_atoms())
+        if dim is not None:
+            return dim
+        if create and size.example < 2:
+            raise self.symbolic(f"axis {axis} of its result, {name or size}, is only "
+                                f"{max(size.example, 0)} in the traced run, where it would "
+                                f"broadcast or vanish; trace with larger symbol sizes")
+        atom = self.sized_atom(size, name or str(size), output, axis, create)
         return None if atom is None else Sym(1, (atom,))
 
 
@@ -143,8 +160,17 @@ def transpose(ctx: DimContext) -> list[Dims]:
 
 
 def reshape(ctx: DimContext) -> list[Dims]:
+    """The sizes given as sizes read from symbolic axes (SymInts: `x.view(b, t, 2, -1)`) are
+    their Dims; the other axes take what is left of the input's atoms by value
+    (tracing/reshape.py), or, when the given sizes hold atoms the input lacks (`t // 2`), are
+    fixed as written, a -1 a new atom."""
+    shape = ctx.attrs["shape"]
     try:
-        return [reshape_dims(ctx.operands[0].dims, ctx.shapes[0])]
+        if not any(live(n) for n in shape):
+            return [reshape_dims(ctx.operands[0].dims, ctx.shapes[0])]
+        given = {axis: ctx.dim_of(n.expr, 0, axis) for axis, n in enumerate(shape) if live(n)}
+        return [reshape_given(ctx.operands[0].dims, ctx.shapes[0], given,
+                              lambda axis: ctx.new_atom(0, axis) if shape[axis] == -1 else None)]
     except Inexpressible as error:
         raise ctx.symbolic(str(error)) from None
 
@@ -164,15 +190,19 @@ def matching_atoms(ctx: DimContext, size: int) -> Dim:
 
 
 def expand(ctx: DimContext) -> list[Dims]:
-    """Axes the input has (other than size 1) carry over; a new extent is the symbol whose
-    example size it equals, if one does (it was read from a shape), else fixed."""
+    """Axes the input has (other than size 1) carry over; a new extent given as a size read from
+    a symbolic axis (a SymInt: `y.expand(x.shape[0], 4)`) is its Dim; a plain one is the symbol
+    whose example size it equals, if one does, else fixed."""
     dims, shape = ctx.operands[0].dims, ctx.shapes[0]
+    given = ctx.attrs["shape"]
     lead = len(shape) - len(dims)
     out: list[Dim] = []
     for axis, size in enumerate(shape):
         own = dims[axis - lead] if axis >= lead else 1
         if isinstance(own, Sym) or own != 1:
             out.append(own)
+        elif live(given[axis]):
+            out.append(ctx.dim_of(given[axis].expr, 0, axis))
         else:
             out.append(1 if size == 1 else matching_atoms(ctx, size))
     return [tuple(out)]
@@ -203,7 +233,17 @@ def gather(ctx: DimContext) -> list[Dims]:
     into a symbolic axis are kept as written (a negative index counts from the end)."""
     data, indices = ctx.operands[0].dims, ctx.operands[1].dims
     axis = ctx.attrs["axis"]
+    _constant_positions(ctx, data[axis], ctx.operands[1].array, axis)
     return [data[:axis] + indices + data[axis + 1:]]
+
+
+def _constant_positions(ctx: DimContext, dim: Dim, positions: np.ndarray | None,
+                        axis: int) -> None:
+    """Constant positions into a symbolic axis must not hold its last position in the traced run
+    (see tracing/sized_slices.py `fixed_position`)."""
+    if isinstance(dim, Sym) and positions is not None and positions.dtype.kind in "iu" \
+            and bool((positions == dim.example - 1).any()):
+        raise ctx.symbolic(fixed_position(dim, axis, dim.example - 1))
 
 
 # -- series, images and volumes: x (N, *places, C) ------------------------------------------------

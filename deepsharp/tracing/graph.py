@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from deepsharp.tracing.symbols import Dims, Sym, describe
+from deepsharp.tracing.sizes import atoms_in
+from deepsharp.tracing.symbols import Atom, Dims, describe
 
 
 @dataclass
@@ -53,12 +54,21 @@ class TraceGraph:
 
     def needs(self, op: TraceOp) -> set[int]:
         """The values lowering `op` reads: its inputs, and where the graph finds the size of every
-        atom in its results' dims (a shape operand may be computed from them)."""
+        atom in its results' dims and in the sizes it noted (`_`-keys of its attributes: bounds
+        and limits read from symbolic axes), since a shape operand or a bound may be computed
+        from them. An atom the operation itself makes is computed from the atoms it is made of."""
         needed = set(op.inputs)
+        atoms = atoms_in([k for k in op.attrs.items() if k[0].startswith("_")])
         for vid in op.outputs:
-            for dim in self.values[vid].dims:
-                if isinstance(dim, Sym):
-                    needed.update(a.source for a in dim.atoms)
+            atoms |= atoms_in(self.values[vid].dims)
+        seen: set[Atom] = set()
+        while atoms:
+            atom = atoms.pop()
+            seen.add(atom)
+            if atom.source in op.outputs and atom.expr is not None:
+                atoms |= atom.expr.atoms() - seen
+            else:
+                needed.add(atom.source)
         return needed - set(op.outputs)
 
     def pruned(self) -> "TraceGraph":

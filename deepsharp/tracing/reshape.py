@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Sequence
+from collections import Counter
+from typing import Callable, Sequence
 
 from deepsharp.tracing.symbols import Dim, Dims, Sym, describe, examples, split, symbolic
 
@@ -104,3 +105,30 @@ def _assign(atoms, outs: list[int], dims: Dims, gi, shape, gj) -> tuple[Dim, ...
                             f"symbol sizes that differ from each other and from the model's "
                             f"fixed sizes")
     return best.pop()
+
+
+def reshape_given(dims: Dims, shape: Sequence[int], given: dict[int, Dim],
+                  minus_one: Callable[[int], Dim | None]) -> Dims:
+    """The symbolic dims of `shape` when the sizes of axes `given` were given as sizes read from
+    symbolic axes (their Dims). The input's atoms those sizes do not hold go to the other axes by
+    value, as `reshape_dims` gives them; when the given sizes hold an atom the input lacks
+    (`t // 2` of an input of `t`), nothing can be said of the rest but what is written: a size is
+    fixed, and a -1 is `minus_one(axis)` (a new atom held by the result)."""
+    shape = tuple(int(s) for s in shape)
+    out: list[Dim] = [given.get(j, shape[j]) for j in range(len(shape))]
+    rest = [j for j in range(len(shape)) if j not in given]
+    _, atoms = split(dims)
+    _, taken = split(given.values())
+    left = Counter(atoms)
+    left.subtract(Counter(taken))
+    if any(n < 0 for n in left.values()):
+        for j in rest:
+            out[j] = minus_one(j) or shape[j]
+        return tuple(out)
+    leftover = list(left.elements())
+    if leftover:
+        everything = list(range(len(dims)))
+        for j, dim in zip(rest, _assign(leftover, [shape[j] for j in rest], dims, everything,
+                                        shape, rest)):
+            out[j] = dim
+    return tuple(out)

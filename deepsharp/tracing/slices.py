@@ -12,11 +12,14 @@ length; k = 1 from a start-relative bound to an end-relative one (`x[:, 1:]`, `x
 `x[:, ::2]`): a length that follows n, the same for every slice of the same (n, d, step), so
 `x[:, 1:] - x[:, :-1]` lines up; k = -1 (`x[:, -5:3]`) shrinks as n grows and is refused.
 
-A non-negative bound equal to the axis's size in the traced run is read as that size
-(`x[:, :x.shape[1]]` is the whole axis): sizes arrive as plain integers, as for reshapes.
+A bound read from the size in Python (`x[:, :n - 1]` with n = x.shape[1], a SymInt) is written
+from the size's expression (tracing/sized_slices.py). A plain bound over a symbolic axis that is
+its last position or its size at the traced size (`x[:, 6]`, `x[:, :7]` of 7 steps) is refused:
+it cannot be told from a size read in Python and fixed (the last turn of a loop
+`for t in range(x.shape[1])`), which the graph would keep at every size.
 
-The dims rules of the primitives that take or write a region, or make a range (slice, setitem,
-arange), live here too.
+The dims rules of the primitives that take or write a region, or make a range or a filled tensor
+(slice, setitem, arange, full), live here too.
 """
 
 from __future__ import annotations
@@ -26,12 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from deepsharp.tensors.indexing import END
+from deepsharp.tensors.symint import live
 from deepsharp.tracing.dims import DimContext, _agree, matching_atoms
+from deepsharp.tracing.sized_slices import Unsliceable, fixed_position, sized, sized_axis
+from deepsharp.tracing.sizes import Poly
 from deepsharp.tracing.symbols import Dim, Dims, Sym, example
-
-
-class Unsliceable(Exception):
-    """The slice's length cannot be written for a symbolic axis (the caller names it)."""
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,6 @@ def _anchor(bound: int, n: int) -> tuple[int, int]:
         return 0, -1  # before the first element (a negative step's stop)
     if bound < 0:
         return 1, bound
-    if bound == n:
-        return 1, 0
     return 0, bound
 
 
@@ -106,6 +106,12 @@ def slice_axes(dims: Dims, attrs: dict[str, Any]) -> list[str]:
     its bounds take all of it at any size (`:`, `::-1`), not merely at the traced size."""
     kinds = []
     for dim, b, e, s in zip(dims, attrs["starts"], attrs["stops"], attrs["steps"]):
+        if sized((b, e)):
+            try:
+                kinds.append(sized_axis(dim, b, e, s).kind)
+            except Unsliceable:
+                kinds.append("part")
+            continue
         if not isinstance(dim, Sym):
             kinds.append(of_fixed(int(dim), b, e, s))
             continue
@@ -120,7 +126,18 @@ def sliced(ctx: DimContext, dim: Dim, b: int, e: int, s: int, axis: int, *,
            output: int = 0, create: bool = True) -> tuple[str, Dim | None]:
     """What start:stop:step takes of an axis of size `dim`: its kind and its length (a fixed
     size, the symbol, or the shared atom of its length; None when that atom is not made yet and
-    `create` is off)."""
+    `create` is off). Bounds read from symbolic axes (SymInts) are noted for the writer as
+    `_bounds[axis]`: (kind, start, stop), the bounds as the graph writes them."""
+    if sized((b, e)):
+        try:
+            taken = sized_axis(dim, b, e, s)
+        except Unsliceable as error:
+            raise ctx.symbolic(f"a slice of axis {axis} (of size {dim}) by the bounds "
+                               f"{_shown(b)}:{_shown(e)}: {error}") from None
+        ctx.attrs.setdefault("_bounds", {})[axis] = (taken.kind, taken.start, taken.stop)
+        if taken.kind != "part":
+            return taken.kind, dim
+        return "part", ctx.dim_of(taken.length, output, axis, create=create)
     if not isinstance(dim, Sym):
         return of_fixed(int(dim), b, e, s), len(range(int(dim))[slice(b, e, s)])
     try:
@@ -130,9 +147,22 @@ def sliced(ctx: DimContext, dim: Dim, b: int, e: int, s: int, axis: int, *,
                            f"{error}") from None
     if taken.kind != "part":
         return taken.kind, dim
-    if taken.k == 0:
-        return "part", taken.length(dim.example)
-    return "part", ctx.derived(dim, taken.d, taken.stride, output, axis, create=create)
+    length = taken.length(dim.example) if taken.k == 0 else \
+        ctx.derived(dim, taken.d, taken.stride, output, axis, create=create)
+    _fixed_position(ctx, dim, (b, e), axis)
+    return "part", length
+
+
+def _shown(bound: Any) -> str:
+    return str(bound.expr) if live(bound) else "" if abs(int(bound)) >= END else str(int(bound))
+
+
+def _fixed_position(ctx: DimContext, dim: Sym, positions: Any, axis: int) -> None:
+    """Refuse a plain position of a symbolic axis that is its last one or its size in the traced
+    run (see tracing/sized_slices.py `fixed_position`)."""
+    for position in positions:
+        if 0 <= position and position in (dim.example - 1, dim.example):
+            raise ctx.symbolic(fixed_position(dim, axis, position))
 
 
 def slice_(ctx: DimContext) -> list[Dims]:
@@ -159,9 +189,13 @@ def setitem(ctx: DimContext) -> list[Dims]:
     attrs = ctx.attrs
     for axis, (dim, b, e, s, v) in enumerate(zip(dims, attrs["starts"], attrs["stops"],
                                                  attrs["steps"], value)):
-        if v == 1:
+        if isinstance(dim, Sym) and not sized((b, e)):
+            _fixed_position(ctx, dim, (b, e), axis)
+        if v == 1 and not sized((b, e)):
             continue
         _, length = sliced(ctx, dim, b, e, s, axis, create=False)
+        if v == 1:
+            continue
         if length is None:
             raise ctx.symbolic(f"axis {axis} of the value written is {v}, but the region written "
                                f"of the symbolic axis {dim} has a length no operation made yet; "
@@ -171,11 +205,15 @@ def setitem(ctx: DimContext) -> list[Dims]:
 
 
 def arange(ctx: DimContext) -> list[Dims]:
-    """arange(start, stop, step): a length that follows a symbolic size when `stop` is one (a
-    product of atoms whose traced sizes make it: `x.shape[1]` arrives as a plain integer), noted
-    as `_stop` for the writer; else fixed (the result is then a constant)."""
+    """arange(start, stop, step): a length that follows a symbolic size when `start` or `stop`
+    is a size read from a symbolic axis (a SymInt: `arange(n)`, `arange(1, n)`,
+    `arange(n // 2, n)`), or when a plain `stop` is one by its value (a product of atoms whose
+    traced sizes make it); the sizes are noted as `_start`, `_stop` for the writer. Else fixed
+    (the result is then a constant)."""
     attrs = ctx.attrs
     start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
+    if live(start) or live(stop):
+        return [(_sized_range(ctx, start, stop, step),)]
     length = ctx.shapes[0][0]
     if not all(float(v).is_integer() for v in (start, stop, step)) or step <= 0 or stop < 2:
         return [(length,)]
@@ -184,3 +222,30 @@ def arange(ctx: DimContext) -> list[Dims]:
         return [(length,)]
     attrs["_stop"] = stop_dim
     return [(ctx.derived(stop_dim, -int(start), int(step), 0, 0),)]
+
+
+def _sized_range(ctx: DimContext, start: Any, stop: Any, step: Any) -> Dim:
+    if not all(isinstance(v, int) or float(v).is_integer() for v in (start, step)):
+        raise ctx.symbolic(f"arange({start!r}, {stop}, {step!r}) with a size read from a "
+                           f"symbolic axis takes an integer start and step (its length is "
+                           f"then computed from the size)")
+    first = start.expr if live(start) else Poly.const(int(start))
+    last = stop.expr if live(stop) else Poly.const(int(stop))
+    step = int(step)
+    span = (last - first) if step > 0 else (first - last)
+    length = (span + (abs(step) - 1)) // abs(step)
+    if length.example != ctx.shapes[0][0]:
+        raise ctx.symbolic(f"arange from {first} to {last} by {step} is empty in the traced run; "
+                           f"trace at sizes where it holds at least 2 values")
+    ctx.attrs["_start"], ctx.attrs["_stop"] = first, last
+    return ctx.dim_of(length, 0, 0)
+
+
+def full(ctx: DimContext) -> list[Dims]:
+    """full(shape, value): each size read from a symbolic axis (a SymInt) is its Dim; a value
+    read from one is noted as `_value` (a polynomial) for the writer."""
+    shape, value = ctx.attrs["shape"], ctx.attrs["value"]
+    if live(value):
+        ctx.attrs["_value"] = value.expr
+    return [tuple(ctx.dim_of(n.expr, 0, axis) if live(n) else int(n)
+                  for axis, n in enumerate(shape))]

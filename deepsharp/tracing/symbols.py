@@ -15,19 +15,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Union
+from typing import Any, Iterable, Union
 
 
 @dataclass(frozen=True, eq=False)
 class Atom:
     """A size read at run time from axis `axis` of value `source` (a value id of the trace).
-    `order` is the creation order: atoms are equal when they are the same atom."""
+    `order` is the creation order: atoms are equal when they are the same atom. A size computed
+    from other atoms (`steps-1`, `steps//2`) keeps its polynomial as `expr` (tracing/sizes.py),
+    from which the graph computes it where no value holding it is written yet."""
 
     name: str
     example: int
     order: int
     source: int
     axis: int
+    expr: Any = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Atom) and other.order == self.order

@@ -23,19 +23,26 @@ import numpy as np
 
 from deepsharp.errors import OpError, TraceErrorKind, TraceException
 from deepsharp.tensors import modes
+from deepsharp.tensors.symint import holds_live
 from deepsharp.tensors.tensor import Record, Tensor, _as_array
 from deepsharp.tensors.weak import WeakIdKeyDictionary
 from deepsharp.tracing.constants import Constants
-from deepsharp.tracing.dims import DimContext, Operand, derived_name, positional
+from deepsharp.tracing.dims import DimContext, Operand, positional
 from deepsharp.tracing.slices import slice_axes
 from deepsharp.tracing.graph import TraceGraph, TraceOp, TraceValue
 from deepsharp.tracing.model import TracedModel
+from deepsharp.tracing.size_reads import SizeReads
+from deepsharp.tracing.sizes import Poly
 from deepsharp.tracing.symbols import Atom, Dims, Sym, describe, examples, symbolic
 
 Kind = TraceErrorKind
 
 _LOSS = ("a loss: losses have no operator in the ONNX sets written and a trace is an inference "
          "graph; trace the model's output and compute the loss outside the graph")
+
+_FUSED = ("a fused kernel (deepsharp.layers.fused): networks run it only when no tracer records; "
+          "write the primitives it fuses (matmul and add; conv, relu and max_pool; a self-attention "
+          "layer's projections and attention)")
 
 # Primitives a trace never records, and why.
 NOT_TRACEABLE: dict[str, str] = {
@@ -47,6 +54,8 @@ NOT_TRACEABLE: dict[str, str] = {
                    "normalises by the running statistics"),
     "mse_loss": _LOSS, "bce_logits_loss": _LOSS, "cross_entropy_loss": _LOSS,
     "cross_entropy_ids_loss": _LOSS,
+    # fused kernels a network runs only when no tracer records (the trace holds their primitives)
+    "matmul_add": _FUSED, "conv_relu_max_pool": _FUSED, "self_attention": _FUSED,
 }
 
 
@@ -74,7 +83,7 @@ def _lowering_table() -> tuple[dict[str, Any], dict[str, Any]]:
     return PRIMITIVE_NODES, PRIMITIVE_DIMS
 
 
-class Tracer:
+class Tracer(SizeReads):
     """Records one eager run on the calling thread (see the module docstring).
 
     `Tracer.begin()` starts recording and returns the tracer; `with Tracer() as tracer:` does the
@@ -87,10 +96,11 @@ class Tracer:
         self._values: WeakIdKeyDictionary[Tensor, int] = WeakIdKeyDictionary()
         self._graph = TraceGraph()
         self._ids = itertools.count()
-        self._calls = itertools.count(1)
+        self._calls = 0  # operations recorded so far (messages number them)
         self._symbols: dict[str, Atom] = {}
         self._atoms: list[Atom] = []
-        self._derived: dict[tuple[Sym, int, int], Atom] = {}  # ceil((base + d) / stride) -> atom
+        self._derived: dict[Poly, Atom] = {}  # a size computed from atoms -> its atom
+        self._shapes: dict[int, tuple[int, ...]] = {}  # value id -> its shape of SymInts
         self._names: set[str] = set()
         self._constants = Constants(self._new_constant, self._rename_constant)
         self._nodes: dict[str, Any] = {}
@@ -299,16 +309,21 @@ class Tracer:
             return f"the input {value.name!r} {describe(value.dims)}"
         return f"{describe(value.dims)}, made by {self._graph.ops[value.op].label}"
 
+    def _next_call(self) -> int:
+        """The number the next recorded operation will have (messages name it)."""
+        return self._calls + 1
+
     def on_record(self, record: Record, outputs: Sequence[Tensor]) -> None:
         if not record.inputs and record.op not in self._nodes:
             return  # made from no tensor (arange) and not mapped: a constant
-        number = next(self._calls)
+        self._calls += 1
+        number = self._calls
         label = f"{record.op} (operation {number})"
         if record.op in NOT_TRACEABLE:
             raise self._refuse(Kind.UNSUPPORTED_OPERATION, f"{label}: {NOT_TRACEABLE[record.op]}")
         alias = ALIASES.get(record.op)
-        if alias is not None:
-            source = next(t for t in record.inputs if t in self._values)
+        source = next((t for t in record.inputs if t in self._values), None)
+        if alias is not None and source is not None:  # (no source: constants given a size)
             if alias(record, self._graph.values[self._values[source]].dims):
                 self._values[outputs[0]] = self._values[source]
                 return
@@ -340,19 +355,21 @@ class Tracer:
             self._atoms.append(atom)
             return atom
 
-        def derived_atom(base: Sym, d: int, stride: int, output: int, axis: int,
-                         create: bool) -> Atom | None:
-            key = (base, d, stride)
-            if key not in self._derived and create:
-                self._derived[key] = make_atom(output, axis, record.shapes[output][axis],
-                                               derived_name(base, d, stride))
-            return self._derived.get(key)
+        def sized_atom(size: Poly, name: str, output: int, axis: int, create: bool
+                       ) -> Atom | None:
+            if size not in self._derived and create:
+                atom = Atom(name, size.example, len(self._atoms), out_ids[output], axis, size)
+                self._atoms.append(atom)
+                self._derived[size] = atom
+            return self._derived.get(size)
 
         ctx = DimContext(record.op, label, dict(record.attrs), operands, record.shapes,
-                         lambda: list(self._atoms), make_atom, derived_atom)
+                         lambda: list(self._atoms), make_atom, sized_atom)
+        self._sizes_taken(record.op, record.attrs, label)
         rule = self._rules.get(record.op) or positional
         results = rule(ctx)
-        if not record.inputs and not any(symbolic(dims) for dims in results):
+        if not record.inputs and not any(symbolic(dims) for dims in results) \
+                and not holds_live(record.attrs):
             return  # made from no tensor, at fixed sizes: a constant like any other
         index = len(self._graph.ops)
         for vid, dims, shape, dtype, tensor in zip(out_ids, results, record.shapes, record.dtypes,

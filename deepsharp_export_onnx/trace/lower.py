@@ -21,6 +21,8 @@ from onnx import TensorProto, helper
 
 import deepsharp
 from deepsharp.tracing.graph import TraceGraph, TraceOp, TraceValue
+from deepsharp.errors import OpError
+from deepsharp.tracing.sizes import Poly, Quotient
 from deepsharp.tracing.symbols import Atom, Dim, Sym, onnx_dims
 from deepsharp_export_onnx.errors import ExportRefused
 from deepsharp_export_onnx.graph import Tape
@@ -51,7 +53,14 @@ class TraceEmit(Emit):
         return value.array if value.kind == "constant" else None
 
     def size(self, dim: Any) -> str:
+        if isinstance(dim, Poly):
+            return self.lowering.expr_size(dim)
         return self.lowering.size(dim) if isinstance(dim, Sym) else super().size(dim)
+
+    def vector(self, label: str, entries: Sequence[Any]) -> str:
+        if all(isinstance(v, int) for v in entries):
+            return super().vector(label, entries)
+        return self.lowering.computed_shape(list(entries), self, label)
 
     def dtype_of(self, index: int) -> np.dtype:
         return self._value(self.op.inputs[index]).dtype
@@ -98,6 +107,15 @@ class TraceEmit(Emit):
             return self.constant("shape", [int(d) for d in entries])
         if minus_one and len(symbolic) == 1:
             return self.constant("shape", [-1 if isinstance(d, Sym) else int(d) for d in entries])
+        # an extent this very operation makes (a reshape's -1 the sizes given cannot account
+        # for) cannot be read from its result: it is the -1
+        made = [i for i in symbolic if any(a.source in self.op.outputs and a.expr is None
+                                           for a in entries[i].atoms)]
+        if made:
+            if not minus_one or len(made) > 1:
+                raise OpError(f"{self.op.label}: the sizes {[str(entries[i]) for i in made]} of "
+                              f"its result cannot be computed before it is")
+            entries[made[0]] = -1
         return self.lowering.computed_shape(entries, self)
 
 
@@ -184,20 +202,23 @@ class Lowering:
             self.annotate(name, self.graph.values[vid])
 
     # -- sizes read at run time ------------------------------------------------------------------------
-    def computed_shape(self, entries: list[Dim], emit: Emit) -> str:
+    def computed_shape(self, entries: list[Any], emit: Emit, label: str = "shape") -> str:
+        """An int64 vector of numbers and sizes (Dims, polynomials) computed at run time."""
         pieces: list[str] = []
         fixed: list[int] = []
         for dim in entries:
-            if isinstance(dim, Sym):
+            if isinstance(dim, (Sym, Poly)):
                 if fixed:
-                    pieces.append(emit.constant(f"shape_{len(pieces)}", fixed))
+                    pieces.append(emit.constant(f"{label}_{len(pieces)}", fixed))
                     fixed = []
-                pieces.append(self.size(dim))
+                pieces.append(self.size(dim) if isinstance(dim, Sym) else self.expr_size(dim))
             else:
                 fixed.append(int(dim))
         if fixed:
-            pieces.append(emit.constant(f"shape_{len(pieces)}", fixed))
-        shape = emit("Concat", pieces, {"axis": 0}, suffix="shape")
+            pieces.append(emit.constant(f"{label}_{len(pieces)}", fixed))
+        if len(pieces) == 1 and len(entries) == 1:
+            return pieces[0]
+        shape = emit("Concat", pieces, {"axis": 0}, suffix=label)
         self.tape.annotate(shape, (len(entries),), TensorProto.INT64)
         return shape
 
@@ -216,6 +237,12 @@ class Lowering:
 
     def atom_size(self, atom: Atom) -> str:
         if atom not in self.sizes:
+            if atom.source not in self.names:  # held by the value being written: computed
+                if atom.expr is None:
+                    raise OpError(f"the size {atom.name} is read before the value holding it "
+                                  f"is written")
+                self.sizes[atom] = self.expr_size(atom.expr)
+                return self.sizes[atom]
             source = self.names[atom.source]
             if atom.source not in self.shapes:
                 shape = self.tape.op("Shape", [source], name=f"{source}/shape")
@@ -228,6 +255,42 @@ class Lowering:
             self.tape.annotate(size, (1,), TensorProto.INT64)
             self.sizes[atom] = size
         return self.sizes[atom]
+
+    def expr_size(self, poly: Poly) -> str:
+        """An int64[1] value holding the polynomial `poly` (a size computed in Python from
+        symbolic sizes) at run time: Mul and Add of its atoms' sizes; a floor quotient
+        a // b as (a - Mod(a, b)) / b, exact for either sign (Mod takes the divisor's sign)."""
+        dim = poly.as_dim()
+        if isinstance(dim, Sym):
+            return self.size(dim)
+        if poly not in self.sizes:
+            total = None
+            for factors, coef in poly.terms:
+                term = None
+                for factor in factors:
+                    value = (self.atom_size(factor) if isinstance(factor, Atom)
+                             else self.quotient_size(factor))
+                    term = value if term is None else self._int_op("Mul", term, value, poly)
+                if coef != 1 or term is None:
+                    scale = self.tape.constant(f"size.{poly}/{coef}", [coef])
+                    term = scale if term is None else self._int_op("Mul", term, scale, poly)
+                total = term if total is None else self._int_op("Add", total, term, poly)
+            self.sizes[poly] = total if total is not None else self.tape.constant(
+                f"size.{poly}", [0])
+        return self.sizes[poly]
+
+    def quotient_size(self, quotient: Quotient) -> str:
+        if quotient not in self.sizes:
+            a, b = self.expr_size(quotient.num), self.expr_size(quotient.den)
+            rest = self._int_op("Mod", a, b, quotient)
+            exact = self._int_op("Sub", a, rest, quotient)
+            self.sizes[quotient] = self._int_op("Div", exact, b, quotient)
+        return self.sizes[quotient]
+
+    def _int_op(self, op_type: str, a: str, b: str, size: Any) -> str:
+        result = self.tape.op(op_type, [a, b], name=f"size.{size}")
+        self.tape.annotate(result, (1,), TensorProto.INT64)
+        return result
 
 
 def opset_faults(tape: Tape, max_opset: int | None) -> list[str]:

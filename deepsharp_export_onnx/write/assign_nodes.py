@@ -1,5 +1,6 @@
-"""ONNX nodes for the primitives that place values: `setitem` (an in-place write, recorded) and
-`arange` (a `Range` whose limit a symbolic size feeds).
+"""ONNX nodes for the primitives that place values: `setitem` (an in-place write, recorded),
+`arange` (a `Range` whose limits symbolic sizes feed) and `full` (a tensor of one value whose
+shape, or value, symbolic sizes give).
 
 x[region] = value is written as Where(mask, placed, x): `mask` is True on the region, `placed` the
 value gathered along every axis the region takes part of, so each position of x finds the value
@@ -17,8 +18,9 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from deepsharp.tracing import slices
+from deepsharp.tracing.sizes import Poly
 from deepsharp.tracing.symbols import Sym
-from deepsharp_export_onnx.write.nodes import Emit, writes_primitive
+from deepsharp_export_onnx.write.nodes import Emit, slice_node, writes_primitive
 
 
 def _scalar(emit: Emit, value: str, label: str) -> str:
@@ -42,17 +44,16 @@ def _fixed_axis(n: int, b: int, e: int, s: int) -> tuple[np.ndarray, np.ndarray]
     return mask, place
 
 
-def _symbolic_axis(emit: Emit, dim: Sym, b: int, e: int, s: int, axis: int,
+def _symbolic_axis(emit: Emit, dim: Sym | int, b: int | Poly, e: int | Poly, s: int, axis: int,
                    placed: bool) -> tuple[str, str | None]:
-    """The same, computed in the graph at the axis's run-time size."""
+    """The same, computed in the graph at the axis's run-time size (and bounds: a bound read
+    from a symbolic axis is a polynomial the graph computes)."""
     label = f"axis{axis}"
     zero, one = emit.constant(f"{label}_zero", np.asarray(0, np.int64)), \
         emit.constant(f"{label}_one", np.asarray(1, np.int64))
     n = _scalar(emit, emit.size(dim), f"{label}_size")
     positions = emit("Range", [zero, n, one], suffix=f"{label}_positions")
-    bounds = [emit.constant(f"{label}_{k}", [v]) for k, v in (("start", b), ("end", e),
-                                                               ("axes", 0), ("step", s))]
-    taken = emit("Slice", [positions, *bounds], suffix=f"{label}_taken")
+    taken = slice_node(emit, positions, [b], [e], [0], [s], label=f"{label}_taken")
     zeros = emit("Sub", [positions, positions], suffix=f"{label}_zeros")
     ones = emit("Add", [emit("Sub", [taken, taken], suffix=f"{label}_taken_zeros"), one],
                 suffix=f"{label}_ones")
@@ -75,11 +76,14 @@ def _setitem(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int
     rank = len(known)
     fixed_mask = np.ones((1,) * rank, np.bool_)
     masks, placed = [], value
+    written = attrs.get("_bounds", {})
+    kinds = slices.slice_axes(known, attrs)  # (a part of a symbolic axis: whatever its length)
     for axis, (dim, b, e, s, v) in enumerate(zip(known, attrs["starts"], attrs["stops"],
                                                  attrs["steps"], value_dims)):
         broadcast = not isinstance(v, Sym) and int(v) == 1
-        if isinstance(dim, Sym):
-            if slices.of_symbolic(dim.example, b, e, s).kind == "full":
+        kind, b, e = written.get(axis, (kinds[axis], b, e))
+        if axis in written or isinstance(dim, Sym):
+            if kind == "full":
                 continue
             mask, place = _symbolic_axis(emit, dim, b, e, s, axis, not broadcast)
             masks.append(_axis_of_rank(emit, mask, axis, rank, f"axis{axis}_mask_{rank}d"))
@@ -102,13 +106,39 @@ def _setitem(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int
 
 @writes_primitive("arange", dims=slices.arange)
 def _arange(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int]) -> str:
-    """Range(start, stop, step), its stop the symbolic size the trace read it as."""
+    """Range(start, stop, step), its start and stop the sizes the trace read them as (a size
+    read from a symbolic axis is computed from the input's shape)."""
     dtype = np.dtype(attrs["dtype"])
-    stop = attrs.get("_stop", attrs["stop"])
-    limit = _scalar(emit, emit.size(stop), "stop")
-    if dtype != np.int64:
-        limit = emit("Cast", [limit], {"to": helper.np_dtype_to_tensor_dtype(dtype)},
-                     suffix="stop_cast")
-    start = emit.constant("start", np.asarray(attrs["start"], dtype), dtype)
+    ends = []
+    for key in ("start", "stop"):
+        value = attrs.get(f"_{key}", attrs[key])
+        if isinstance(value, (Sym, Poly)):
+            value = _typed(emit, _scalar(emit, emit.size(value), key), dtype, key)
+        else:
+            value = emit.constant(key, np.asarray(value, dtype), dtype)
+        ends.append(value)
     step = emit.constant("step", np.asarray(attrs["step"], dtype), dtype)
-    return emit("Range", [start, limit, step])
+    return emit("Range", [ends[0], ends[1], step])
+
+
+def _typed(emit: Emit, value: str, dtype: np.dtype, label: str) -> str:
+    if dtype == np.int64:
+        return value
+    return emit("Cast", [value], {"to": helper.np_dtype_to_tensor_dtype(dtype)},
+                suffix=f"{label}_cast")
+
+
+@writes_primitive("full", dims=slices.full)
+def _full(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int]) -> str:
+    """ConstantOfShape of the shape the graph computes; a value read from a symbolic axis is
+    computed too and expanded to that shape."""
+    dtype = np.dtype(attrs["dtype"])
+    shape = emit.shape_operand(attrs["shape"])
+    if "_value" not in attrs:
+        return emit("ConstantOfShape", [shape],
+                    {"value": helper.make_tensor("value", helper.np_dtype_to_tensor_dtype(dtype),
+                                                 [1], [attrs["value"]])})
+    value = _typed(emit, _scalar(emit, emit.size(attrs["_value"]), "value"), dtype, "value")
+    if not attrs["shape"]:
+        return value
+    return emit("Expand", [value, shape], suffix=None)

@@ -29,6 +29,7 @@ from deepsharp_export_onnx.graph import Tape
 
 # ends of a slice running to the start with step -1, at any size (ONNX clamps it)
 TO_THE_START = -(2 ** 63 - 1)
+END = 2 ** 63 - 1
 
 
 @dataclass
@@ -90,6 +91,11 @@ class Emit:
         """An int64[1] value holding the size `dim` (a number, or in a trace a symbolic size
         computed from Shape nodes)."""
         return self.constant(f"size_{int(dim)}", [int(dim)])
+
+    def vector(self, label: str, entries: Sequence[Any]) -> str:
+        """An int64 vector of `entries`: a constant when every entry is a number; in a trace an
+        entry may be a size (a Dim or a polynomial of tracing/sizes.py), computed at run time."""
+        return self.constant(label, [int(v) for v in entries])
 
     def dtype_of(self, index: int) -> np.dtype | None:
         """Input `index`'s element type, when known (in a trace)."""
@@ -217,20 +223,55 @@ def _gather(emit, inputs, attrs, ranks):
 @writes_primitive("slice", dims=slices.slice_)
 def _slice(emit, inputs, attrs, ranks):
     """Only the axes not taken whole; a reversed whole axis (flip) runs from -1 to the start, which
-    holds at any size."""
+    holds at any size. Bounds read from symbolic axes are as the trace noted them (`_bounds`:
+    numbers, or sizes the graph computes)."""
     known = emit.dims(0)
     kinds = slices.slice_axes(known, attrs) if known is not None else ["part"] * ranks[0]
+    written = attrs.get("_bounds", {})
     starts, ends, axes, steps = [], [], [], []
     for axis, (b, e, s, kind) in enumerate(zip(attrs["starts"], attrs["stops"], attrs["steps"],
                                                kinds)):
+        if axis in written:
+            kind, b, e = written[axis]
         if kind == "full":
             continue
         if kind == "flip":
             b, e = -1, TO_THE_START
         starts.append(b), ends.append(e), axes.append(axis), steps.append(s)
-    operands = [emit.constant(label, values) for label, values in
+    return slice_node(emit, inputs[0], starts, ends, axes, steps)
+
+
+def _mirrored(bound: int) -> int:
+    """Where a bound of a negative step lands, in Python's reading, once the axis is reversed
+    (a position p is n-1-p there): from the start p -> from the end -(p+1); from the end c ->
+    from the start -1-c; the ends swap."""
+    if bound >= END:
+        return 0
+    if bound <= -END:
+        return END
+    return -1 - bound if bound < 0 else -(bound + 1)
+
+
+def slice_node(emit: Emit, value: str, starts: Sequence[Any], ends: Sequence[Any],
+               axes: Sequence[int], steps: Sequence[int], label: str | None = None) -> str:
+    """Slice with Python's meaning at every size. ONNX's Slice clamps a negative step's start to
+    the first element where Python, once the start falls before the axis (`x[-3::-1]` of 2
+    elements), takes nothing; such an axis (a start counted from the end, below -1) is reversed
+    first and sliced forward, its bounds mirrored."""
+    turned = [i for i, (b, s) in enumerate(zip(starts, steps))
+              if s < 0 and isinstance(b, int) and -END < b < -1]
+    name = f"{label}_" if label else ""
+    if turned:
+        value = emit("Slice", [value, *(emit.constant(f"{name}reversed_{k}", v) for k, v in (
+            ("starts", [-1] * len(turned)), ("ends", [TO_THE_START] * len(turned)),
+            ("axes", [axes[i] for i in turned]), ("steps", [-1] * len(turned))))],
+            suffix=f"{name}reversed")
+        starts, ends, steps = list(starts), list(ends), list(steps)
+        for i in turned:
+            starts[i], ends[i], steps[i] = _mirrored(starts[i]), _mirrored(ends[i]), -steps[i]
+    operands = [emit.vector(f"{name}{k}", v) for k, v in
                 (("starts", starts), ("ends", ends), ("axes", axes), ("steps", steps))]
-    return emit("Slice", [inputs[0], *operands])
+    return emit("Slice", [value, *operands], suffix=label)
 
 
 # The sequence primitives (embedding, attention, lstm, gru), the spatial ones (convolutions,

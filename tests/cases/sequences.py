@@ -39,3 +39,10 @@ case("embedding")(lambda: ([normal(5, 3), np.array([[0, 4, 4], [1, 0, 2]])],
 # cannot agree on it: this case reads other rows; tests/deepsharp/test_seq_embedding.py pins it.
 case("embedding", "padding")(lambda: ([normal(5, 3), np.array([[3, 4, 4], [1, 1, 2]])],
                                       {"padding_index": 0}))
+case("self_attention", "two-heads")(lambda: (
+    [normal(2, 4, 3), normal(3, 6), normal(3, 6), normal(3, 6), normal(6), normal(6), normal(6)],
+    {"heads": 2, "scale": 0.5, "causal": 0}))
+case("self_attention", "one-head-causal-mask")(lambda: (
+    [normal(2, 4, 3), normal(3, 4), normal(3, 4), normal(3, 4), normal(4), normal(4), normal(4),
+     np.array([[True, True, False, True], [True, False, True, True]])],
+    {"heads": 1, "scale": 0.5, "causal": 1}))

@@ -94,3 +94,7 @@ case("batch_norm_eval")(lambda: ([normal(3, 4, 5), positive(5), normal(5), norma
 case("group_norm")(lambda: ([normal(2, 3, 4, 6), positive(6), normal(6)], {"groups": 3, "eps": 1e-5}))
 case("group_norm", "instance")(lambda: ([normal(2, 7, 3), positive(3), normal(3)],
                                         {"groups": 3, "eps": 1e-5}))
+case("conv_relu_max_pool", "2d-border-floor")(lambda: (
+    [normal(2, 7, 6, 2), normal(3, 3, 2, 3), normal(3)], {"pads": (1, 0, 1, 0), "pool": (2, 2)}))
+case("conv_relu_max_pool", "1d-no-bias")(lambda: (
+    [normal(2, 9, 3), normal(2, 3, 4)], {"pads": (0, 0), "pool": (3,)}))

@@ -17,6 +17,7 @@ from deepsharp import (
 from deepsharp.tracing import TraceException, Tracer
 from deepsharp_export_onnx import ExportRefused, OnnxExport
 from tests.support.onnx_check import assert_valid, ort_session
+from tests.support.trace_check import check_trace
 from tests.support.trace_check import assert_close, check_trace
 
 
@@ -239,14 +240,22 @@ def test_a_class_token_transformer_over_a_derived_extent():
     assert shapes == ["x", "concat_0"]  # batch from the input, steps + 1 from the concatenation
 
 
-def test_a_constant_expanded_to_the_batch_is_refused_where_it_meets_the_symbol():
+def test_a_constant_expanded_to_a_plain_batch_is_refused_where_it_meets_the_symbol():
     token = Parameter(np.ones((1, 1, 8), np.float32))
     with Tracer() as tracer:
         h = tracer.input("h", np.ones((3, 6, 8), np.float32), {0: "batch", 1: "steps"})
-        expanded = token.expand(h.shape[0], 1, 8)  # constants only: runs eagerly, batch baked in
+        expanded = token.expand(3, 1, 8)  # constants only: runs eagerly, batch baked in
         with pytest.raises(TraceException, match=r"concat \(operation 1\): axis 0 is the symbolic "
                                                  r"size batch in one operand and fixed at 3"):
             F.concat([expanded, h], axis=1)
+
+
+def test_a_constant_expanded_to_the_batch_read_from_the_input_follows_it():
+    token = Parameter(np.ones((1, 1, 8), np.float32))
+    checked = check_trace(lambda h: F.concat([token.expand(h.shape[0], 1, 8), h], axis=1),
+                          {"h": ("batch", "steps", 8)}, {"batch": (3, 2, 5), "steps": (6, 4, 9)},
+                          parameters={"token": token})
+    assert checked.count("Expand") == 1
 
 
 class Embedded(Module):

@@ -88,7 +88,7 @@ CASES = [
      X, B, "Gather"),
     ("select-last-step", lambda x: x.select(1, -1), XS, BT, "Gather"),
     ("select-first-step", lambda x: x.select(1, 0), XS, BT, "Gather"),
-    ("promoted-by-an-int-constant", lambda x: x * Tensor(np.arange(4)), X, B, "Cast"),
+    ("promoted-by-an-int-constant", lambda x: x * Tensor(np.arange(4)), X, B, "Mul"),  # cast eagerly
     ("promoted-bool-mask", lambda flag, x: F.concat([flag * x, flag], axis=-1),
      {"flag": ("batch", 4), "x": ("batch", 4)}, B, "Cast"),
     ("promoted-sqrt-of-ids", lambda ids: ids.sqrt() @ Tensor(np.ones((3, 2))),

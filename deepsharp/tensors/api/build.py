@@ -11,6 +11,7 @@ import numpy as np
 from deepsharp.errors import OpError
 from deepsharp.tensors import modes
 from deepsharp.tensors.api.shape import sizes_of
+from deepsharp.tensors.symint import live, plain
 from deepsharp.tensors.tensor import Tensor, apply, as_tensor
 
 
@@ -41,39 +42,50 @@ def ones_like(x: Any, dtype: Any = None) -> Tensor:
 
 
 def full(size: Any, fill_value: Any, dtype: Any = None) -> Tensor:
-    """A constant of shape `size`; a float fill takes the default float type, as PyTorch."""
-    value = np.asarray(fill_value)
+    """A constant of shape `size`; a float fill takes the default float type, as PyTorch. While a
+    trace records, a size read from a symbolic axis (`zeros(x.shape[0], 5)`) makes a tensor the
+    graph fills at run time (ConstantOfShape)."""
+    value = np.asarray(plain(fill_value))
     default = modes.default_float() if value.dtype.kind == "f" else value.dtype
     if value.dtype.kind in "iu":
         default = np.int64
-    return Tensor(np.full(sizes_of("full", (size,)), fill_value, dtype_of("full", dtype, default)))
+    return _filled(sizes_of("full", (size,)), fill_value, dtype_of("full", dtype, default))
+
+
+def _filled(shape: tuple[int, ...], value: Any, dtype: np.dtype) -> Tensor:
+    if any(live(s) for s in shape) or live(value):
+        return apply("full", shape=shape, value=value, dtype=dtype.str)
+    return Tensor(np.full(shape, value, dtype))
 
 
 def zeros(*size: Any, dtype: Any = None) -> Tensor:
-    return Tensor(np.zeros(sizes_of("zeros", size), dtype_of("zeros", dtype,
-                                                              modes.default_float())))
+    return _filled(sizes_of("zeros", size), 0,
+                   dtype_of("zeros", dtype, modes.default_float()))
 
 
 def ones(*size: Any, dtype: Any = None) -> Tensor:
-    return Tensor(np.ones(sizes_of("ones", size), dtype_of("ones", dtype, modes.default_float())))
+    return _filled(sizes_of("ones", size), 1,
+                   dtype_of("ones", dtype, modes.default_float()))
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
     """start, start + step, ... below `end` (0..start-1 with one argument): int64 for integer
     arguments, the default float type otherwise (PyTorch's rule).
 
-    In a trace, an `end` equal to a symbolic size (`arange(x.shape[1])`, `arange(1, x.shape[1])`)
-    gives a result whose length follows that size: a `Range` fed by `Shape` (the size is known by
-    its traced value, as a reshape's are; docs/tracing.md). Otherwise the result is a constant."""
+    In a trace, a start or end read from a symbolic axis (`arange(x.shape[1])`, `arange(1, n)`,
+    `arange(n // 2, n)`: SymInts) gives a result whose length follows that size: a `Range` the
+    graph computes (docs/tracing.md); so does an end equal to a symbolic size's traced value (a
+    plain number, read by its value as a reshape's sizes are). Otherwise the result is a
+    constant."""
     if end is None:
         start, end = 0, start
     values = [v._read("arange()") if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if any(np.asarray(v).ndim for v in values):
+    if any(np.asarray(plain(v)).ndim for v in values):
         raise OpError(f"arange: start, end and step must be numbers, received {values!r}")
-    if float(values[2]) == 0:
+    if plain(values[2]) == 0:
         raise OpError("arange: step must not be zero")
-    integral = all(np.asarray(v).dtype.kind in "iub" for v in values)
+    integral = all(np.asarray(plain(v)).dtype.kind in "iub" for v in values)
     default = np.int64 if integral else modes.default_float()
-    start, end, step = (np.asarray(v).item() for v in values)
+    start, end, step = (v if live(v) else np.asarray(v).item() for v in values)
     return apply("arange", start=start, stop=end, step=step,
                  dtype=dtype_of("arange", dtype, default).str)

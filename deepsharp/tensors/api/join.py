@@ -12,6 +12,7 @@ import numpy as np
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords as kw
 from deepsharp.tensors.api.shape import part, sizes_of
+from deepsharp.tensors.symint import UNROLLED, SymInt, live
 from deepsharp.tensors.tensor import Tensor, apply, as_tensor
 
 
@@ -56,7 +57,8 @@ def split(x: Tensor, split_size_or_sections: Any, dim: Any = None, *, axis: Any 
     """PyTorch's split: an integer is the size of each piece (the last may be smaller); a list
     gives every piece's size (they must add up to the axis's size)."""
     at = kw.one_dim("split", dim, axis, x.ndim, default=0)
-    size = x.shape[at]
+    size = x._data.shape[at]  # (split over a symbolic axis is refused by the trace, by name)
+    _no_sizes("split", split_size_or_sections)
     if isinstance(split_size_or_sections, (int, np.integer)):
         step = int(split_size_or_sections)
         if step <= 0 and size:
@@ -75,17 +77,31 @@ def split(x: Tensor, split_size_or_sections: Any, dim: Any = None, *, axis: Any 
 
 def chunk(x: Tensor, chunks: int, dim: Any = None, *, axis: Any = None) -> tuple[Tensor, ...]:
     """PyTorch's chunk: pieces of ceil(size / chunks) (fewer pieces when they run out)."""
+    _no_sizes("chunk", chunks)
     if int(chunks) <= 0:
         raise OpError(f"chunk: chunks must be positive, received {chunks}")
     at = kw.one_dim("chunk", dim, axis, x.ndim, default=0)
-    size = x.shape[at]
+    size = x._data.shape[at]
     return split(x, max(1, -(-size // int(chunks))), at)
 
 
 def unbind(x: Tensor, dim: Any = None, *, axis: Any = None) -> tuple[Tensor, ...]:
     """The entries along `dim` (0 unless given), that axis dropped."""
     at = kw.one_dim("unbind", dim, axis, x.ndim, default=0)
-    return tuple(x.select(at, i) for i in range(x.shape[at]))
+    size = x.shape[at]
+    if isinstance(size, SymInt):
+        size.fixed(f"unbind(dim={at}) (or iteration) over a symbolic axis", UNROLLED)
+    return tuple(x.select(at, i) for i in range(x._data.shape[at]))
+
+
+def _no_sizes(op: str, pieces: Any) -> None:
+    """A number of pieces (or their sizes) read from a symbolic axis would fix the graph's
+    structure at the traced size."""
+    for n in pieces if isinstance(pieces, (tuple, list)) else (pieces,):
+        if live(n):
+            n.fixed(f"{op}({n!r}) (its pieces counted from a size)",
+                    "a graph has a fixed number of outputs; slice with bounds the graph "
+                    "computes instead (x[:, :n // 2], x[:, n // 2:])")
 
 
 def tile(x: Tensor, *reps: Any) -> Tensor:
@@ -126,9 +142,10 @@ def repeat_interleave(x: Tensor, repeats: Any, dim: Any = None, *, axis: Any = N
         return grown.reshape(x.shape[:at] + (x.shape[at] * r,) + x.shape[at + 1:])
     counts = np.asarray(repeats._read("repeat_interleave(repeats)") if isinstance(repeats, Tensor)
                         else repeats)
-    if counts.ndim != 1 or len(counts) != x.shape[at] or counts.dtype.kind not in "iu" \
+    size = x._data.shape[at]  # (entry by entry: the trace refuses a symbolic axis, by position)
+    if counts.ndim != 1 or len(counts) != size or counts.dtype.kind not in "iu" \
             or (counts < 0).any():
-        raise OpError(f"repeat_interleave: repeats must be an integer or {x.shape[at]} "
+        raise OpError(f"repeat_interleave: repeats must be an integer or {size} "
                       f"non-negative integers (one per entry of dim {at}), received {repeats!r}")
-    index = Tensor(np.repeat(np.arange(x.shape[at]), counts))
+    index = Tensor(np.repeat(np.arange(size), counts))
     return apply("gather", x, index, axis=at)

@@ -12,6 +12,7 @@ import numpy as np
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords as kw
 from deepsharp.tensors.api.reduce import ValuesIndices
+from deepsharp.tensors.symint import live
 from deepsharp.tensors.tensor import Tensor, apply, as_tensor
 
 
@@ -95,6 +96,9 @@ def topk(x: Tensor, k: int, dim: Any = None, largest: bool = True, sorted: bool 
     """(values, indices) of the k largest (or smallest) entries along `dim`, largest first
     (smallest first when not `largest`); equal values keep their order."""
     at = kw.one_dim("topk", dim, axis, x.ndim, default=-1)
+    if live(k):
+        k.fixed(f"topk(k={k!r})", "a graph has a fixed number of entries where k is a number; "
+                "to order the whole axis use sort")
     size = x.shape[at] if x.ndim else 1
     if not 0 <= int(k) <= size:
         raise OpError(f"topk: k={k} is outside 0..{size} (the size of dim {at})")

@@ -5,6 +5,7 @@ transpose, reshape, expand or slice record."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords as kw
 from deepsharp.tensors.indexing import END, START
+from deepsharp.tensors.symint import live, plain
 from deepsharp.tensors.tensor import Tensor, apply
 
 
@@ -89,7 +91,7 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
                       f"least one per axis")
     shape = []
     for i, n in enumerate(wanted):
-        own = x.shape[i - lead] if i >= lead else None
+        own = x._data.shape[i - lead] if i >= lead else None
         if n == -1:
             if own is None:
                 raise OpError(f"expand: -1 (keep the size) for the new leading axis {i}")
@@ -116,7 +118,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     a, b = kw.axis("flatten", start_dim, x.ndim), kw.axis("flatten", end_dim, x.ndim)
     if a > b:
         raise OpError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-    merged = int(np.prod(x.shape[a:b + 1]))
+    merged = math.prod(x.shape[a:b + 1])  # (a size read from a symbolic axis stays one)
     return x.reshape(x.shape[:a] + (merged,) + x.shape[b + 1:])
 
 
@@ -124,9 +126,9 @@ def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     axis = kw.axis("unflatten", dim, x.ndim)
     sizes = list(sizes_of("unflatten", (sizes,)))
     if sizes.count(-1) == 1:
-        known = int(np.prod([s for s in sizes if s != -1]))
+        known = math.prod(s for s in sizes if s != -1)
         sizes[sizes.index(-1)] = x.shape[axis] // known if known else 0
-    if int(np.prod(sizes)) != x.shape[axis]:
+    if math.prod(sizes) != x.shape[axis]:
         raise OpError(f"unflatten: sizes {tuple(sizes)} do not multiply to axis {axis}'s size "
                       f"{x.shape[axis]}")
     return x.reshape(x.shape[:axis] + tuple(sizes) + x.shape[axis + 1:])
@@ -175,14 +177,23 @@ def part(x: Tensor, axis: int, start: int, stop: int, *, sized: bool = False) ->
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     """PyTorch's narrow: `length` entries of `dim` from `start` (negative counts from the end,
-    and is kept so, so a trace counts from the end at any size)."""
+    and is kept so, so a trace counts from the end at any size). A start or length read from a
+    symbolic axis (a SymInt) is a bound the graph computes."""
     axis = kw.axis("narrow", dim, x.ndim)
-    size = x.shape[axis]
+    size = x._data.shape[axis]
+    if live(start) or live(length):
+        begin = start + x.shape[axis] if start < 0 else start
+        _fits(start, length, plain(begin), plain(length), axis, size)
+        return part(x, axis, begin, begin + length)
     begin = int(start) + size if int(start) < 0 else int(start)
-    if not 0 <= begin <= size or not 0 <= int(length) <= size - begin:
-        raise OpError(f"narrow: start {start} and length {length} do not fit axis {axis} of "
-                      f"size {size}")
+    _fits(start, length, begin, int(length), axis, size)
     if int(start) < 0:
         stop = int(start) + int(length)
         return part(x, axis, int(start), stop if stop < 0 else END)
     return part(x, axis, begin, begin + int(length))
+
+
+def _fits(start: Any, length: Any, begin: int, count: int, axis: int, size: int) -> None:
+    if not 0 <= begin <= size or not 0 <= count <= size - begin:
+        raise OpError(f"narrow: start {start} and length {length} do not fit axis {axis} of "
+                      f"size {size}")

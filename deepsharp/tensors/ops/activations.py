@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.special import erf, expit
 
+from deepsharp.compiled import kernel
 from deepsharp.tensors.primitives import primitive
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -47,55 +46,102 @@ class Tanh:
         return (grad * (1 - out * out),)
 
 
-_ERF_POOL: ThreadPoolExecutor | None = None
-_ERF_SPLIT = 1 << 16  # below this many values one thread is as fast
+# erf(x) ~ x P(x^2) / Q(x^2) on x clipped to [-4, 4] (beyond, erf is +-1 in float32): Eigen's
+# float32 rational approximation. Its largest error against float64 erf is 4.5e-7 (tested over
+# [-6, 6]), about 4 float32 units in the last place of a value near 1; it runs in 24 vectorised
+# passes, 2.6x faster than scipy's erf (about 21 ns a value, which has no vectorised kernel).
+_ERF_NUMERATOR = np.array([-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+                           -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+                           -1.60960333262415e-02], np.float32)
+_ERF_DENOMINATOR = np.array([-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                             -7.37332916720468e-03, -1.42647390514189e-02], np.float32)
+ERF32_MAX_ERROR = 4.5e-7
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    """scipy's erf, the same values, in two halves on two threads for large arrays: it has no
-    vectorised kernel (about 10 ns a value, a GELU's largest cost) and releases the GIL."""
-    global _ERF_POOL
-    if x.size < _ERF_SPLIT or (os.cpu_count() or 1) < 2:
-        return erf(x)
-    if _ERF_POOL is None:
-        _ERF_POOL = ThreadPoolExecutor(2, thread_name_prefix="deepsharp-erf")
-    flat = np.ascontiguousarray(x).reshape(-1)
-    out = np.empty_like(flat)
-    half = flat.size // 2
-    list(_ERF_POOL.map(lambda part: erf(flat[part], out=out[part]),
-                       (slice(0, half), slice(half, None))))
-    return out.reshape(x.shape)
+# Elementwise chains of many passes run block by block: a block of this many float32 values
+# (256 KB) and its temporaries stay in the core's cache between passes (measured 2.4x faster
+# than whole-array passes at a transformer's 2M values).
+BLOCK = 1 << 16
+
+
+def blocks(size: int) -> list[slice]:
+    return [slice(start, min(start + BLOCK, size)) for start in range(0, size, BLOCK)]
+
+
+def erf32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """erf of float32 values by the rational approximation above (into `out` if given; `out`
+    may be `x`)."""
+    flat = x.reshape(-1)
+    result = np.empty_like(flat) if out is None else out.reshape(-1)
+    for part in blocks(flat.size):
+        v = np.clip(flat[part], -4.0, 4.0, dtype=np.float32)
+        z = v * v
+        p = z * _ERF_NUMERATOR[0]  # Horner's rule in z = x^2, numerator then denominator
+        for c in _ERF_NUMERATOR[1:-1]:
+            p += c
+            p *= z
+        p += _ERF_NUMERATOR[-1]
+        q = z * _ERF_DENOMINATOR[0]
+        for c in _ERF_DENOMINATOR[1:-1]:
+            q += c
+            q *= z
+        q += _ERF_DENOMINATOR[-1]
+        np.multiply(p, v, out=p)
+        np.divide(p, q, out=result[part])
+    return result.reshape(x.shape)
 
 
 @primitive("gelu")
 class Gelu:
     """x * Phi(x) (approximate=0), or the tanh form 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))
-    (approximate=1), as PyTorch's `gelu` and ONNX's `Gelu`."""
+    (approximate=1), as PyTorch's `gelu` and ONNX's `Gelu`. Float32 values take erf32 (above),
+    block by block; float64 values scipy's erf."""
 
     def forward(a, *, approximate):
         if approximate:
             inner = _SQRT_2_OVER_PI * (a + 0.044715 * a ** 3)
             t = np.tanh(inner)
             return (0.5 * a * (1 + t)).astype(a.dtype), t
-        cdf = _erf(a * _INV_SQRT_2)
-        cdf += 1
-        cdf *= 0.5
-        return (a * cdf).astype(a.dtype, copy=False), cdf
+        if a.dtype != np.float32:
+            cdf = erf(a * _INV_SQRT_2)
+            cdf += 1
+            cdf *= 0.5
+            return (a * cdf).astype(a.dtype, copy=False), cdf
+        flat = np.ascontiguousarray(a).reshape(-1)
+        cdf, out = np.empty_like(flat), np.empty_like(flat)
+        compiled = kernel("gelu_erf32")
+        if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
+            compiled(flat, cdf, out)
+            return out.reshape(a.shape), cdf.reshape(a.shape)
+        for part in blocks(flat.size):
+            c = np.multiply(flat[part], _INV_SQRT_2, out=cdf[part])
+            erf32(c, out=c)
+            c += 1
+            c *= 0.5
+            np.multiply(flat[part], c, out=out[part])
+        return out.reshape(a.shape), cdf.reshape(a.shape)
 
     def backward(grad, saved, a, *, approximate):
         if approximate:
             t = saved
             d_inner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * a * a)
             d = 0.5 * (1 + t) + 0.5 * a * (1 - t * t) * d_inner
-        else:  # Phi(x) + x phi(x), in place over one buffer
-            d = a * a
-            d *= -0.5
-            np.exp(d, out=d)
-            d *= a
-            d *= _INV_SQRT_2PI
-            d += saved
-        d *= grad
-        return (d.astype(a.dtype, copy=False),)
+            d *= grad
+            return (d.astype(a.dtype, copy=False),)
+        # Phi(x) + x phi(x), in place over one buffer, block by block
+        flat, cdf = np.ascontiguousarray(a).reshape(-1), saved.reshape(-1)
+        g = np.ascontiguousarray(grad).reshape(-1)
+        d = np.empty_like(flat)
+        for part in blocks(flat.size):
+            x, b = flat[part], d[part]
+            np.multiply(x, x, out=b)
+            b *= -0.5
+            np.exp(b, out=b)
+            b *= x
+            b *= _INV_SQRT_2PI
+            b += cdf[part]
+            b *= g[part]
+        return (d.reshape(a.shape).astype(a.dtype, copy=False),)
 
 
 @primitive("silu")

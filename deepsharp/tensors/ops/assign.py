@@ -37,4 +37,18 @@ class Arange:
     gradient."""
 
     def forward(*, start, stop, step, dtype):
+        start, stop, step = (int.__int__(v) if isinstance(v, int) else v
+                             for v in (start, stop, step))  # (a SymInt: its number)
         return np.arange(start, stop, step, dtype=np.dtype(dtype)), None
+
+
+@primitive("full", differentiable=False)
+class Full:
+    """`value` in `shape`, as `dtype`: what `zeros`, `ones`, `full` and a size mixed into tensor
+    arithmetic (`x / n`) are recorded as while a trace records, when a size or the value was
+    read from a symbolic axis (a SymInt: the graph computes it). No inputs, no gradient."""
+
+    def forward(*, shape, value, dtype):
+        return np.full(tuple(int.__int__(s) for s in shape), int.__int__(value)
+                       if isinstance(value, int) and not isinstance(value, bool) else value,
+                       dtype=np.dtype(dtype)), None

@@ -38,6 +38,40 @@ def allowed_keys(key_mask: np.ndarray | None, causal: int, rank: int, queries: i
     return allowed
 
 
+def check_mask(key_mask: np.ndarray | None, batch: int, keys: int, what: str) -> None:
+    if key_mask is not None and (key_mask.shape != (batch, keys) or key_mask.dtype != np.bool_):
+        raise OpError(f"{what}: key_mask must be bool ({batch}, {keys}), received "
+                      f"{key_mask.dtype} {key_mask.shape}")
+
+
+def attend(q, k, v, key_mask, scale, causal):
+    """softmax(q k^T scale + left out) v and the softmax weights (see the module's docstring)."""
+    scores = np.matmul(q, np.swapaxes(k, -1, -2))
+    scores *= np.asarray(scale, q.dtype)
+    allowed = allowed_keys(key_mask, causal, q.ndim, q.shape[-2], k.shape[-2])
+    if allowed is not None:
+        scores = np.where(allowed, scores, np.asarray(LEFT_OUT, q.dtype))
+    weights = scores  # the softmax over the keys, in place
+    weights -= weights.max(axis=-1, keepdims=True)
+    np.exp(weights, out=weights)
+    weights /= weights.sum(axis=-1, keepdims=True)
+    if key_mask is not None:  # only a key mask can leave a query nothing to look at
+        weights *= allowed.any(axis=-1, keepdims=True)
+    return np.matmul(weights, v), weights
+
+
+def attend_grad(grad, weights, q, k, v, scale):
+    """The gradients of q, k and v through `attend`."""
+    dw = np.matmul(grad, np.swapaxes(v, -1, -2))
+    ds = dw - (dw * weights).sum(axis=-1, keepdims=True)
+    ds *= weights
+    ds *= np.asarray(scale, q.dtype)
+    dq = np.matmul(ds, k)
+    dk = np.matmul(np.swapaxes(ds, -1, -2), q)
+    dv = np.matmul(np.swapaxes(weights, -1, -2), grad)
+    return dq, dk, dv
+
+
 @primitive("attention")
 class Attention:
     def forward(q, k, v, key_mask=None, *, scale, causal):
@@ -45,29 +79,9 @@ class Attention:
                 or q.shape[-1] != k.shape[-1]:
             raise OpError(f"attention: q (..., Tq, d), k (..., Tk, d) and v (..., Tk, dv) must "
                           f"agree, received {q.shape}, {k.shape} and {v.shape}")
-        if key_mask is not None and (key_mask.shape != (q.shape[0], k.shape[-2])
-                                     or key_mask.dtype != np.bool_):
-            raise OpError(f"attention: key_mask must be bool ({q.shape[0]}, {k.shape[-2]}), "
-                          f"received {key_mask.dtype} {key_mask.shape}")
-        scores = np.matmul(q, np.swapaxes(k, -1, -2))
-        scores *= np.asarray(scale, q.dtype)
-        allowed = allowed_keys(key_mask, causal, q.ndim, q.shape[-2], k.shape[-2])
-        if allowed is not None:
-            scores = np.where(allowed, scores, np.asarray(LEFT_OUT, q.dtype))
-        weights = scores  # the softmax over the keys, in place
-        weights -= weights.max(axis=-1, keepdims=True)
-        np.exp(weights, out=weights)
-        weights /= weights.sum(axis=-1, keepdims=True)
-        if key_mask is not None:  # only a key mask can leave a query nothing to look at
-            weights *= allowed.any(axis=-1, keepdims=True)
-        return np.matmul(weights, v), weights
+        check_mask(key_mask, q.shape[0], k.shape[-2], "attention")
+        return attend(q, k, v, key_mask, scale, causal)
 
     def backward(grad, weights, q, k, v, key_mask=None, *, scale, causal):
-        dw = np.matmul(grad, np.swapaxes(v, -1, -2))
-        ds = dw - (dw * weights).sum(axis=-1, keepdims=True)
-        ds *= weights
-        ds *= np.asarray(scale, q.dtype)
-        dq = np.matmul(ds, k)
-        dk = np.matmul(np.swapaxes(ds, -1, -2), q)
-        dv = np.matmul(np.swapaxes(weights, -1, -2), grad)
-        return (dq, dk, dv) + ((None,) if key_mask is not None else ())
+        return attend_grad(grad, weights, q, k, v, scale) + (
+            (None,) if key_mask is not None else ())

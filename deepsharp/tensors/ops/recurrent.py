@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from deepsharp.compiled import kernel
 from deepsharp.errors import OpError
 from deepsharp.tensors.primitives import primitive
 
@@ -124,12 +125,18 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
     sig = np.empty((batch, three), cs.dtype)
     cell = np.empty((batch, hidden), cs.dtype)
     tg = np.empty((batch, hidden), cs.dtype)
+    compiled = kernel("lstm_step_grad") if active is None else None
     for t in reversed(_order(steps, reverse)):
         a = acts[t]
         o, i, f, g = a[:, :hidden], a[:, hidden:2 * hidden], a[:, 2 * hidden:three], a[:, three:]
         d = dgates[t]
         if dy_t is not None:
             dh += dy_t[t]
+        if compiled is not None:  # the same operations in one compiled pass (deepsharp.compiled)
+            dc_next = np.empty_like(cell)
+            compiled(a, tcs[t], _previous(cs, t, reverse, zero), dh, dc, d, dc_next)
+            dc, dh = dc_next, d.reshape(batch, 4 * hidden) @ w_hh_t
+            continue
         np.multiply(a[:, :three], a[:, :three], out=sig)   # sigmoid' = s - s^2 (o, i, f)
         np.subtract(a[:, :three], sig, out=sig)
         np.multiply(dh, tcs[t], out=d[:, 0])
@@ -176,13 +183,18 @@ class Lstm:
         tcs = np.empty((steps, batch, hidden), x.dtype)  # tanh of each step's new cell
         h = np.zeros((batch, hidden), x.dtype)
         c = np.zeros((batch, hidden), x.dtype)
+        compiled = kernel("lstm_step_cell")
         for t in _order(steps, reverse):
             g = gates[t]   # becomes the step's gates: o, i, f (sigmoid) and g (tanh)
             g += h @ w_hh
             np.tanh(g, out=g)
-            _sigmoid_from_tanh(g[:, :three])
-            c_new = np.multiply(g[:, 2 * hidden:three], c, out=cs[t])
-            c_new += g[:, hidden:2 * hidden] * g[:, three:]
+            c_new = cs[t]
+            if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
+                compiled(g, c, c_new)
+            else:
+                _sigmoid_from_tanh(g[:, :three])
+                np.multiply(g[:, 2 * hidden:three], c, out=c_new)
+                c_new += g[:, hidden:2 * hidden] * g[:, three:]
             np.tanh(c_new, out=tcs[t])
             h_new = np.multiply(g[:, :hidden], tcs[t], out=hs[t])
             if real is not None:  # a step beyond the series' length leaves the state as it is
@@ -225,11 +237,17 @@ def _gru_through_time(rzn, hn, hs, dy_t, active, dh, w_hh_t, reverse):
     sig = np.empty((batch, two), hs.dtype)
     tn = np.empty((batch, hidden), hs.dtype)
     dz = np.empty((batch, hidden), hs.dtype)
+    compiled = kernel("gru_step_grad") if active is None else None
     for t in reversed(_order(steps, reverse)):
         a = rzn[t]
         r, z, n = a[:, :hidden], a[:, hidden:two], a[:, two:]
         if dy_t is not None:
             dh += dy_t[t]
+        if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
+            compiled(a, hn[t], _previous(hs, t, reverse, zero), dh, dx_gates[t], dh_gates[t], dz)
+            dh = dh_gates[t] @ w_hh_t
+            dh += dz
+            continue
         np.multiply(a[:, :two], a[:, :two], out=sig)      # sigmoid' = s - s^2 (r, z)
         np.subtract(a[:, :two], sig, out=sig)
         np.multiply(n, n, out=tn)                         # dn = dh (1 - z) (1 - n^2)
@@ -274,20 +292,30 @@ class Gru:
         hs = np.empty((steps, batch, hidden), x.dtype)
         hn = np.empty((steps, batch, hidden), x.dtype)   # h W_hn + b_hn of each step
         h = np.zeros((batch, hidden), x.dtype)
+        kernels = [kernel(name) for name in ("gru_step_inputs", "gru_step_candidate",
+                                             "gru_step_state")]
         for t in _order(steps, reverse):
             gh = h @ w_hh
-            gh += b_hh
             a = xg[t]   # becomes the step's r, z (sigmoid) and n (tanh)
-            a[:, :two] += gh[:, :two]
-            np.tanh(a[:, :two], out=a[:, :two])
-            _sigmoid_from_tanh(a[:, :two])
-            hn[t] = gh[:, two:]
             n = a[:, two:]
-            n += a[:, :hidden] * gh[:, two:]
-            np.tanh(n, out=n)
-            h_new = np.subtract(h, n, out=hs[t])
-            h_new *= a[:, hidden:two]
-            h_new += n
+            if kernels[0] is not None:  # the same operations in fewer passes (deepsharp.compiled)
+                kernels[0](a, gh, b_hh)
+                np.tanh(a[:, :two], out=a[:, :two])
+                kernels[1](a, gh, hn[t])
+                np.tanh(n, out=n)
+                h_new = hs[t]
+                kernels[2](h, a, h_new)
+            else:
+                gh += b_hh
+                a[:, :two] += gh[:, :two]
+                np.tanh(a[:, :two], out=a[:, :two])
+                _sigmoid_from_tanh(a[:, :two])
+                hn[t] = gh[:, two:]
+                n += a[:, :hidden] * gh[:, two:]
+                np.tanh(n, out=n)
+                h_new = np.subtract(h, n, out=hs[t])
+                h_new *= a[:, hidden:two]
+                h_new += n
             if real is not None:
                 np.copyto(h_new, h, where=~real[t])
             h = h_new

@@ -1,0 +1,91 @@
+"""Where a deepsharp training step's time goes: CPU time per primitive (forward and backward),
+the optimizer, and the rest (Python, autograd, the fit loop), at 1 thread.
+
+    .venv/bin/python benchmarks/profile_steps.py [name ...] [--compiled]
+
+Every primitive's forward and backward rule is wrapped with a CPU-time counter for two epochs of
+each benchmark (after one warm-up epoch); figures are milliseconds per step. numpy's BLAS is held
+at 1 thread; with `--compiled`, inside `deepsharp.compiled.compiled()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@contextlib.contextmanager
+def counted(totals: dict[str, float]):
+    """Every primitive rule and the optimizer's step, timed into `totals` (CPU seconds)."""
+    from deepsharp import optimizers
+    from deepsharp.tensors.primitives import PRIMITIVES, Primitive
+
+    def timed(label, fn):
+        def run(*args, **kwargs):
+            started = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                totals[label] += time.process_time() - started
+        return run
+
+    saved = dict(PRIMITIVES)
+    for name, prim in saved.items():
+        PRIMITIVES[name] = Primitive(name, timed(f"{name} forward", prim.forward),
+                                     prim.backward and timed(f"{name} backward", prim.backward),
+                                     prim.outputs)
+    step = optimizers.Optimizer.step, optimizers.Adam.step
+    optimizers.Optimizer.step = timed("optimizer", step[0])
+    optimizers.Adam.step = timed("optimizer", step[1])
+    try:
+        yield
+    finally:
+        PRIMITIVES.update(saved)
+        optimizers.Optimizer.step, optimizers.Adam.step = step
+
+
+def profile(name: str, compiled: bool) -> list[tuple[str, float]]:
+    """(label, ms per step) rows, largest first, ending with the rest and the whole step."""
+    from threadpoolctl import threadpool_limits
+
+    from deepsharp.compiled import compiled as compiled_kernels
+
+    module = importlib.import_module(f"bench_{name}")
+    totals: dict[str, float] = defaultdict(float)
+    with threadpool_limits(limits=1, user_api="blas"), compiled_kernels(compiled):
+        epoch = module.deepsharp_epoch(1)
+        epoch()
+        with counted(totals):
+            started = time.process_time()
+            epoch()
+            epoch()
+            whole = time.process_time() - started
+    steps = 2 * module.BATCHES
+    rows = sorted(((label, t / steps * 1e3) for label, t in totals.items()), key=lambda r: -r[1])
+    rest = whole / steps * 1e3 - sum(t for _, t in rows)
+    return rows + [("the rest (Python, autograd, fit loop)", rest),
+                   ("whole step", whole / steps * 1e3)]
+
+
+def main(args: list[str]) -> None:
+    sys.path[:0] = [str(HERE), str(HERE.parent)]
+    compiled = "--compiled" in args
+    names = [a for a in args if not a.startswith("--")] or [
+        p.stem[len("bench_"):] for p in sorted(HERE.glob("bench_*.py"))
+        if hasattr(importlib.import_module(p.stem), "deepsharp_epoch")]
+    for name in names:
+        print(f"== {name}: ms per step, CPU time at 1 thread{' (compiled)' if compiled else ''}")
+        rows = profile(name, compiled)
+        for label, ms in rows:
+            if ms >= 0.05 or label.startswith(("the rest", "whole")):
+                print(f"  {label:<40}{ms:>8.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,177 @@
+"""The numba kernels of `deepsharp.compiled` (imported only when it is on).
+
+Every kernel repeats a numpy path's float32 operations in the same order, with float32 constants
+(a Python literal would make numba compute in float64), so the results are bit-identical.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from deepsharp.tensors.ops.activations import _ERF_DENOMINATOR, _ERF_NUMERATOR
+
+_JIT = {"cache": True, "error_model": "numpy", "nogil": True}
+_ONE = np.float32(1.0)
+_HALF = np.float32(0.5)
+
+
+@njit(**_JIT)
+def adam_flat(g, m, v, work, c1, c2, b2, root, eps, step_size):
+    """Adam over flat buffers (`Adam._flat_step`): m += c1 (g - m); v = v b2 + (c2 g) g;
+    work = step_size (m / (sqrt(v) / root + eps))."""
+    for i in range(g.size):
+        gi = g[i]
+        mi = m[i] + (gi - m[i]) * c1
+        vi = v[i] * b2 + (c2 * gi) * gi
+        m[i] = mi
+        v[i] = vi
+        work[i] = (mi / (np.sqrt(vi) / root + eps)) * step_size
+
+
+@njit(**_JIT)
+def lstm_step_grad(a, tc, c_prev, dh, dc, d, dc_out):
+    """One LSTM step back through time (`_lstm_through_time`), gates held (o, i, f, g) in a
+    (batch, 4H): d (batch, 4, H) the gates' gradients, dc_out the cell's for the step before."""
+    batch, hidden = tc.shape
+    for b in range(batch):
+        for j in range(hidden):
+            o = a[b, j]
+            i = a[b, hidden + j]
+            f = a[b, 2 * hidden + j]
+            g = a[b, 3 * hidden + j]
+            t = tc[b, j]
+            h_grad = dh[b, j]
+            d[b, 0, j] = (h_grad * t) * (o - o * o)
+            total = dc[b, j] + ((_ONE - t * t) * o) * h_grad
+            d[b, 1, j] = (total * g) * (i - i * i)
+            d[b, 2, j] = (total * c_prev[b, j]) * (f - f * f)
+            d[b, 3, j] = total * ((_ONE - g * g) * i)
+            dc_out[b, j] = total * f
+
+
+
+@njit(**_JIT)
+def lstm_step_cell(g, c, c_out):
+    """One LSTM step forward (`Lstm.forward`), after the tanh of its gates g (batch, 4H) held
+    (o, i, f, g): the sigmoid gates from their tanh (t / 2 + 1 / 2, in place), then the new cell
+    c_out = f c + i g."""
+    batch, hidden = c.shape
+    for b in range(batch):
+        for k in range(3 * hidden):
+            g[b, k] = g[b, k] * _HALF + _HALF
+        for j in range(hidden):
+            c_out[b, j] = g[b, 2 * hidden + j] * c[b, j] + g[b, hidden + j] * g[b, 3 * hidden + j]
+
+
+_INV_SQRT_2 = np.float32(1.0 / np.sqrt(2.0))
+_FOUR = np.float32(4.0)
+
+
+def _make_gelu_erf32(numerator, denominator):
+    """The GELU kernel with erf32's coefficients as compile-time constants: no inner loop, so the
+    loop over values vectorises."""
+    a0, a1, a2, a3, a4, a5, a6 = (np.float32(c) for c in numerator)
+    b0, b1, b2, b3, b4 = (np.float32(c) for c in denominator)
+
+    @njit(**_JIT)
+    def gelu_erf32(x, cdf, out):
+        """GELU by erf32 (`activations.Gelu`, float32) in one pass: cdf = (erf32(x / sqrt 2) + 1)
+        / 2, out = x cdf; erf32's clip, Horner steps and division in its order."""
+        for i in range(x.size):
+            xi = x[i]
+            v = xi * _INV_SQRT_2
+            if v < -_FOUR:
+                v = -_FOUR
+            elif v > _FOUR:
+                v = _FOUR
+            z = v * v
+            p = ((((((z * a0 + a1) * z + a2) * z + a3) * z + a4) * z + a5) * z) + a6
+            q = ((((z * b0 + b1) * z + b2) * z + b3) * z) + b4
+            c = ((p * v) / q + _ONE) * _HALF
+            cdf[i] = c
+            out[i] = xi * c
+
+    return gelu_erf32
+
+
+gelu_erf32 = _make_gelu_erf32(_ERF_NUMERATOR, _ERF_DENOMINATOR)
+
+
+@njit(**_JIT)
+def route_to_first_max(products, best, g, routed):
+    """`conv_relu_max_pool`'s backward routing: routed[p] = g where candidate p is the first
+    (in p order) to equal the window's largest value, else g * 0 (numpy's g * False). The loop
+    over channels is innermost and branch-free, so it vectorises."""
+    count, rows, channels = products.shape
+    zero = g.dtype.type(0)
+    one = g.dtype.type(1)
+    free = np.empty(channels, np.bool_)
+    for m in range(rows):
+        free[:] = True
+        for p in range(count):
+            for o in range(channels):
+                hit = free[o] and products[p, m, o] == best[m, o]
+                free[o] = free[o] and not hit
+                routed[p, m, o] = g[m, o] * (one if hit else zero)
+
+
+@njit(**_JIT)
+def gru_step_inputs(a, gh, b_hh):
+    """One GRU step forward (`Gru.forward`), before the tanh: gh += b_hh, and the state's share
+    added to the r and z gates' inputs a[:, :2H]."""
+    batch, width = gh.shape
+    two = 2 * (width // 3)
+    for b in range(batch):
+        for k in range(width):
+            gh[b, k] = gh[b, k] + b_hh[k]
+        for k in range(two):
+            a[b, k] = a[b, k] + gh[b, k]
+
+
+@njit(**_JIT)
+def gru_step_candidate(a, gh, hn_t):
+    """After the tanh of r and z: the sigmoid gates from their tanh, hn_t = h W_hn + b_hn, and the
+    candidate's input n + r (h W_hn + b_hn) (its tanh follows in numpy)."""
+    batch, width = gh.shape
+    hidden = width // 3
+    for b in range(batch):
+        for k in range(2 * hidden):
+            a[b, k] = a[b, k] * _HALF + _HALF
+        for j in range(hidden):
+            hn_t[b, j] = gh[b, 2 * hidden + j]
+            a[b, 2 * hidden + j] = a[b, 2 * hidden + j] + a[b, j] * gh[b, 2 * hidden + j]
+
+
+@njit(**_JIT)
+def gru_step_state(h, a, h_new):
+    """h' = (h - n) z + n, gates (r, z, n) in a."""
+    batch, hidden = h.shape
+    for b in range(batch):
+        for j in range(hidden):
+            n = a[b, 2 * hidden + j]
+            h_new[b, j] = (h[b, j] - n) * a[b, hidden + j] + n
+
+
+@njit(**_JIT)
+def gru_step_grad(a, hn_t, prev, dh, dx_t, dh_t, carry):
+    """One GRU step back through time (`_gru_through_time`): the gradients of the step's input
+    products dx_t and state products dh_t (batch, 3H), and carry = dh z (added to the product
+    back through W_hh)."""
+    batch, hidden = dh.shape
+    for b in range(batch):
+        for j in range(hidden):
+            r = a[b, j]
+            z = a[b, hidden + j]
+            n = a[b, 2 * hidden + j]
+            h_grad = dh[b, j]
+            dn = (h_grad - h_grad * z) * (_ONE - n * n)
+            dr = (dn * hn_t[b, j]) * (r - r * r)
+            dz = ((prev[b, j] - n) * h_grad) * (z - z * z)
+            dx_t[b, j] = dr
+            dx_t[b, hidden + j] = dz
+            dx_t[b, 2 * hidden + j] = dn
+            dh_t[b, j] = dr
+            dh_t[b, hidden + j] = dz
+            dh_t[b, 2 * hidden + j] = dn * r
+            carry[b, j] = h_grad * z

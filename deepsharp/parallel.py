@@ -1,0 +1,161 @@
+"""Both cores for one training step: the batch in two halves on two Python threads.
+
+numpy parallelises only its BLAS calls, so a step of many small products and elementwise passes
+leaves the second core mostly idle. Inside `data_parallel(2)`, `fit` instead runs every batch as
+two shares of rows, one on the calling thread and one on a worker thread, each forward and back
+with BLAS at one thread; the loss of the whole batch is the two shares' losses weighted by their
+rows, and the parameters' gradients are the two shares' gradients summed (first share + second).
+
+    from deepsharp.parallel import data_parallel
+    with data_parallel(2):
+        network.fit(x, y, loss=CrossEntropy(), optimizer=Adam(1e-3), batch_size=64)
+
+What it changes, and nothing else:
+- **Threads:** one worker thread (a pool of one, made on first use and kept) beside the caller.
+  numpy releases the GIL inside BLAS and inside elementwise loops over large arrays, so the two
+  shares overlap there; Python and autograd bookkeeping still take turns.
+- **BLAS threads:** set to 1 (threadpoolctl, on numpy's BLAS) while the `with` block runs and put
+  back as they were when it ends; the environment (OPENBLAS_NUM_THREADS and the like) is never
+  touched. At 1 thread there are no idle BLAS workers: OpenBLAS's idle workers otherwise spin
+  after each call (7 to 100 ms of CPU after a product, measured here by load), CPU the other
+  share needs.
+- **Numbers:** the same as one pass over the whole batch up to float summation order (a product
+  over 32 rows plus one over 32 rows, against one over 64): the tests hold parameters after
+  training steps to 1e-5 relative. Random draws (dropout, spatial dropout, Gaussian noise) are the
+  rows of the whole batch's draw (`Run.draw`), so both halves draw what one pass draws.
+
+Only a `Network` whose layers treat each example on its own can be split this way: a layer that
+mixes the examples of a batch (batch normalisation's batch statistics) would compute other
+numbers, and a Module written as code cannot be vouched for; both are refused with an error
+naming why. `threadpoolctl` is the optional extra `deepsharp[parallel]`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from deepsharp.errors import SpecError, TrainingError
+from deepsharp.module import Module
+from deepsharp.run import current_run, running
+from deepsharp.tensors import Tensor
+from deepsharp.tensors.autograd import leaf_sink
+
+# layers whose training pass mixes the examples of a batch: a share would see other statistics
+MIXES_EXAMPLES = frozenset({"batch_norm"})
+
+_threads: ContextVar[int] = ContextVar("deepsharp_data_parallel", default=1)
+_POOL: ThreadPoolExecutor | None = None
+
+Pass = Callable[[slice], tuple[Tensor, Any]]
+
+
+@contextlib.contextmanager
+def data_parallel(threads: int = 2) -> Iterator[None]:
+    """Train on `threads` cores (1 or 2) inside the block; see the module's docstring."""
+    if threads not in (1, 2) or isinstance(threads, bool):
+        raise SpecError(f"data_parallel: threads must be 1 or 2, received {threads!r}")
+    if threads == 1:
+        yield
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        raise SpecError("data_parallel: two threads need threadpoolctl to hold numpy's BLAS at "
+                        "one thread per share (pip install 'deepsharp[parallel]')") from None
+    with threadpool_limits(limits=1, user_api="blas"):
+        token = _threads.set(threads)
+        try:
+            yield
+        finally:
+            _threads.reset(token)
+
+
+def threads() -> int:
+    """How many threads a training step uses here (1 outside `data_parallel`)."""
+    return _threads.get()
+
+
+def check_splittable(module: Module) -> None:
+    """Refuse a module whose numbers would change if its batch were split."""
+    from deepsharp.network import Network
+
+    if not isinstance(module, Network):
+        raise TrainingError(f"data_parallel: only a Network (a lowered Sequential) can be split "
+                            f"across threads; a {type(module).__name__} written as code may mix "
+                            f"the examples of a batch, which splitting would change")
+    for name, child in module.named_modules():
+        kind = getattr(getattr(child, "spec", None), "kind", None)
+        if kind in MIXES_EXAMPLES:
+            raise TrainingError(f"data_parallel: layer {name} ({kind}) mixes the examples of a "
+                                f"batch in training; splitting the batch would change its "
+                                f"numbers. Train it on one thread")
+
+
+def forward_backward(module: Module, run_rows: Pass, size: int) -> tuple[float, Any]:
+    """Forward and backward of one batch of `size` rows: (the loss, what the pass returned).
+
+    `run_rows(rows)` runs the forward pass on those rows of the batch and returns the loss (a mean
+    over them) and a payload: arrays with a row per example, numbers that are means over the rows,
+    in dicts and tuples. Two shares' payloads are joined (arrays concatenated, numbers weighted by
+    rows). Leaf gradients accumulate into `.grad` as one `backward` would.
+    """
+    if _threads.get() == 1 or size < 2:
+        value, payload = run_rows(slice(0, size))
+        value.backward()
+        return float(value._data), payload
+    check_splittable(module)
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(1, thread_name_prefix="deepsharp-parallel")
+    run = current_run()
+    half = (size + 1) // 2
+    shares = (slice(0, half), slice(half, size))
+    # the worker runs in a copy of this thread's context: the same modes (no_grad, float64,
+    # compiled kernels) as the calling thread
+    other = _POOL.submit(contextvars.copy_context().run, _share, run, run_rows, shares[1], size)
+    mine = _share(run, run_rows, shares[0], size)
+    theirs = other.result()
+    _merge(mine[2], theirs[2])
+    weights = (half / size, (size - half) / size)
+    return mine[0] * weights[0] + theirs[0] * weights[1], _join(mine[1], theirs[1], weights)
+
+
+def _join(first: Any, second: Any, weights: tuple[float, float]) -> Any:
+    """Two shares' payloads as one batch's: arrays concatenated, numbers weighted by rows."""
+    if isinstance(first, dict):
+        return {key: _join(first[key], second[key], weights) for key in first}
+    if isinstance(first, (tuple, list)):
+        return type(first)(_join(a, b, weights) for a, b in zip(first, second))
+    if isinstance(first, np.ndarray):
+        return np.concatenate([first, second])
+    if isinstance(first, float):
+        return first * weights[0] + second * weights[1]
+    return first
+
+
+def _share(run: Any, run_rows: Pass, rows: slice, size: int):
+    """One share's pass: forward, and backward weighted by its share of the rows, into a sink."""
+    sink: dict[int, tuple[Tensor, np.ndarray]] = {}
+    token = leaf_sink.set(sink)
+    try:
+        with running(run.random, run.step, (rows, size)):
+            value, payload = run_rows(rows)
+        value.backward(np.asarray((rows.stop - rows.start) / size, value.dtype))
+    finally:
+        leaf_sink.reset(token)
+    return float(value._data), payload, sink
+
+
+def _merge(first: dict, second: dict) -> None:
+    """Leaf gradients: the first share's plus the second's, accumulated into `.grad`."""
+    for key in first.keys() | second.keys():
+        parts = [sink[key] for sink in (first, second) if key in sink]
+        tensor = parts[0][0]
+        total = parts[0][1] if len(parts) == 1 else parts[0][1] + parts[1][1]
+        tensor.grad = total if tensor.grad is None else tensor.grad + total

@@ -1,0 +1,131 @@
+"""conv -> relu -> max pool as one primitive: the three primitives' numbers in less work.
+
+    y = apply("conv_relu_max_pool", x, w[, bias], pads=(...), pool=(2, 2))
+
+is max_pool(relu(conv(x, w, bias, pads)), kernel=pool, strides=pool) for a convolution of stride
+1, dilation 1 and one group, and a pool whose windows lie side by side without a border (floor
+mode: places past the last whole window are never read). Three things make it cheaper:
+
+- the im2col rows are ordered by pool window: one block of rows per offset inside the window (in
+  row-major order, as the pool reads them), so the pool's candidates are contiguous blocks of the
+  product and the rows no window reads are never made;
+- the bias and the relu come after the max, on a quarter of the values (2x2 windows): both are
+  non-decreasing, so relu(max(y) + b) = max(relu(y + b)) exactly, ties included;
+- the backward pass sends each pooled gradient to the first largest candidate (as `max_pool`'s
+  rule does), only where the pooled value is above zero (as `relu`'s rule does).
+
+The product is the same product `conv` makes, without the bias's column of ones (the bias is
+added after): values agree with the three primitives to float rounding, a few units in the last
+place (tests/deepsharp/test_fused_kernels.py holds values and gradients to 1e-6 relative and
+ties exactly). x (N, *places, C), w (*kernel, C, O), bias (O,); y (N, *pooled, O).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deepsharp.compiled import kernel
+from deepsharp.errors import OpError
+from deepsharp.tensors.ops.windows import (
+    _FEW_CHANNELS, crop_places, offset_slices, offsets, output_lengths, pad_places, windows,
+)
+from deepsharp.tensors.ops.conv import _input_grad as conv_input_grad
+from deepsharp.tensors.primitives import needs_input_grad, primitive
+
+
+def _geometry(x: np.ndarray, w: np.ndarray, pads, pool):
+    nd = x.ndim - 2
+    if w.ndim != nd + 2 or len(pool) != nd or w.shape[-2] != x.shape[-1]:
+        raise OpError(f"conv_relu_max_pool: needs x (N, *places, C), a kernel (*window, C, O) "
+                      f"and a pool window per place axis, received {x.shape}, {w.shape} and "
+                      f"{tuple(pool)}")
+    kernel = w.shape[:nd]
+    conv_out = output_lengths(x.shape[1:-1], kernel, (1,) * nd, (1,) * nd, pads)
+    pooled = tuple(n // p for n, p in zip(conv_out, pool))
+    if min(pooled) < 1:
+        raise OpError(f"conv_relu_max_pool: a pool window {tuple(pool)} does not fit in the "
+                      f"convolution's output of {conv_out} places")
+    return kernel, pooled
+
+
+def _shifted(xp: np.ndarray, shift) -> np.ndarray:
+    return xp[(slice(None),) + tuple(slice(s, None) for s in shift) + (slice(None),)]
+
+
+def _pool_ordered_cols(xp: np.ndarray, kernel, pool, pooled) -> np.ndarray:
+    """(P, N * prod(pooled), prod(kernel) * C): block p holds the windows of the convolution
+    outputs at offset p (row-major) of every pool window."""
+    n, c = xp.shape[0], xp.shape[-1]
+    k = int(np.prod(kernel))
+    cols = np.empty((int(np.prod(pool)), n, *pooled, k, c), xp.dtype)
+    ones = (1,) * len(kernel)
+    for p, shift in enumerate(offsets(pool)):
+        shifted = _shifted(xp, shift)
+        if c >= _FEW_CHANNELS:
+            np.copyto(cols[p].reshape(n, *pooled, *kernel, c),
+                      windows(shifted, pooled, kernel, pool, ones))
+        else:  # few channels: one copy per kernel offset moves whole runs of places
+            for index, offset in enumerate(offsets(kernel)):
+                cols[p, ..., index, :] = shifted[offset_slices(offset, pooled, pool, ones)]
+    return cols.reshape(cols.shape[0], -1, k * c)
+
+
+@primitive("conv_relu_max_pool")
+class ConvReluMaxPool:
+    def forward(x, w, *bias, pads, pool):
+        kernel, pooled = _geometry(x, w, pads, pool)
+        xp = pad_places(x, pads)
+        cols = _pool_ordered_cols(xp, kernel, pool, pooled)            # (P, M, K)
+        products = (cols.reshape(-1, cols.shape[-1]) @ w.reshape(-1, w.shape[-1])).reshape(
+            cols.shape[0], cols.shape[1], w.shape[-1])                  # (P, M, O)
+        best = products[0].copy() if len(products) == 1 else np.maximum(products[0], products[1])
+        for block in products[2:]:
+            np.maximum(best, block, out=best)
+        out = best + bias[0] if bias else best.copy()
+        np.maximum(out, 0, out=out)
+        return out.reshape(x.shape[0], *pooled, w.shape[-1]), (cols, products, best, xp.shape)
+
+    def backward(grad, saved, x, w, *bias, pads, pool):
+        cols, products, best, padded = saved
+        out_channels = w.shape[-1]
+        # relu's rule: a gradient only where the pooled value (bias added) is above zero
+        pre = best + bias[0] if bias else best
+        g = grad.reshape(-1, out_channels) * (pre > 0)
+        # max_pool's rule: to the first largest candidate of each window, in row-major order
+        routed = np.empty_like(products)
+        compiled = kernel("route_to_first_max")
+        if compiled is not None:  # the same selection in one pass (deepsharp.compiled)
+            compiled(products, best, g, routed)
+        else:
+            free = np.ones(best.shape, bool)
+            hit = np.empty(best.shape, bool)
+            for p in range(len(products)):
+                np.equal(products[p], best, out=hit)
+                np.logical_and(hit, free, out=hit)
+                np.logical_xor(free, hit, out=free)
+                np.multiply(g, hit, out=routed[p])
+        flat = routed.reshape(-1, out_channels)
+        gw = (cols.reshape(-1, cols.shape[-1]).T @ flat).reshape(w.shape)
+        gx = _input_grad(routed, w, padded, pool, pads) if needs_input_grad(0) else None
+        return (gx, gw) + ((g.sum(axis=0),) if bias else ())
+
+
+def _input_grad(routed: np.ndarray, w: np.ndarray, padded, pool, pads) -> np.ndarray:
+    """The gradient of the input: the candidates' gradients put back where their convolution
+    outputs lie (one strided copy per pool offset), then conv's own input gradient over the
+    places the pool reads."""
+    nd = w.ndim - 2
+    kernel = w.shape[:nd]
+    pooled = tuple(n // p for n, p in zip(_conv_out(padded, kernel), pool))
+    read = tuple(n * p for n, p in zip(pooled, pool))
+    dense = np.empty((padded[0], *read, w.shape[-1]), routed.dtype)
+    blocks = routed.reshape(len(routed), padded[0], *pooled, w.shape[-1])
+    for p, shift in enumerate(offsets(pool)):
+        dense[offset_slices(shift, pooled, pool, (1,) * nd)] = blocks[p]
+    ones = (1,) * nd
+    gxp = conv_input_grad(dense.reshape(-1, w.shape[-1]), w, padded, read, ones, ones)
+    return crop_places(gxp, pads)
+
+
+def _conv_out(padded, kernel) -> tuple[int, ...]:
+    return tuple(n - k + 1 for n, k in zip(padded[1:-1], kernel))
