@@ -71,6 +71,13 @@ EXACT = {
     "pad": lambda: image().pad(((0, 0), (1, 1))),          # the steps left as they are
     "reshape": lambda: image(),                            # each step's values as a (2, 2) image
 }
+# more exact forms of kinds above
+EXACT_FORMS = {
+    "concat-of-pools": lambda: masked().concat(Sequential().global_max_pool(),
+                                               Sequential().attention_pool()),
+    "residual-of-attention": lambda: masked().residual(Sequential().multi_head_attention(2, 4))
+    .global_avg_pool(),
+}
 # kind -> (the layer after a masked series, its place, words of the way out)
 REFUSED = {
     "conv2d": (lambda: image().conv2d(2, 3, padding="same"), 2, "an image"),
@@ -127,9 +134,9 @@ def _series(count: int, steps: int, seed: int) -> list[np.ndarray]:
             for n in generator.integers(1, steps, count)]
 
 
-@pytest.mark.parametrize("kind", sorted(EXACT))
+@pytest.mark.parametrize("kind", sorted(EXACT) + sorted(EXACT_FORMS))
 def test_exact_layers_answer_as_the_unpadded_series(kind):
-    stack = EXACT[kind]()
+    stack = {**EXACT, **EXACT_FORMS}[kind]()
     network = stack.lower(SHAPE, RandomStream(0))
     session = ort_session(OnnxExport(SHAPE).to_bytes(network, LOSS))
     fixed = any(spec.kind == "reshape" for spec in stack)  # the reshape holds the length
