@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from deepsharp.errors import ShapeError
+from deepsharp.errors import MaskRefused
 from deepsharp.tensors import Tensor, apply, modes
 
 
@@ -157,4 +157,4 @@ def refuse_mask(step: Any, mask: Tensor | None) -> None:
     why and the way out (the step's `mask_refusal`)."""
     advice = None if mask is None else step.mask_refusal()
     if advice is not None:
-        raise ShapeError(f"{_where(step)}: {MASK_CARRIED}; {advice}")
+        raise MaskRefused(f"{_where(step)}: {MASK_CARRIED}; {advice}")

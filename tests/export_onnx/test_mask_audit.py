@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from deepsharp import MeanSquaredError, RandomStream, Sequential, Shape
-from deepsharp.errors import ShapeError
+from deepsharp.errors import MaskRefused, ShapeError
 from deepsharp.layers.base import SPEC_KINDS
 from deepsharp_export_onnx import ExportRefused, OnnxExport
 from tests.export_onnx.test_padding_anywhere import lay_out
@@ -157,9 +157,9 @@ def test_exact_layers_answer_as_the_unpadded_series(kind):
 def _assert_refused(stack: Sequential, place: int, kind: str, words: str) -> None:
     network = stack.lower(SHAPE, RandomStream(0))
     batch, _ = lay_out(_series(3, STEPS, seed=2), STEPS, "holes", 0.0)
-    with pytest.raises(ShapeError, match=rf"{kind} at place {place}: the series reaching it "
-                                         rf"carries a mask .*{re.escape(words)}"):
-        network.predict(batch, LOSS)
+    with pytest.raises(MaskRefused, match=rf"^predict: x: {kind} at place {place}: the series "
+                                          rf"reaching it carries a mask .*{re.escape(words)}"):
+        network.predict(batch, LOSS)  # the design, not the batch's shape, is named
     with pytest.raises(ExportRefused, match=rf"step {place} \({kind}\(.*\): the series reaching "
                                             rf"it carries a mask .*{re.escape(words)}"):
         OnnxExport(SHAPE).to_bytes(network, LOSS)

@@ -25,7 +25,7 @@ from deepsharp_export_onnx.write.nodes import Emit
 from deepsharp_export_onnx.write.sequence_nodes import along_steps_nodes, real_first_nodes
 from deepsharp_export_onnx.write.spatial_nodes import conv_attrs, conv_transpose_attrs
 from deepsharp_export_onnx.values import Value
-from deepsharp_export_onnx.write.writers.base import Writing, writes
+from deepsharp_export_onnx.write.writers.base import Refusal, Writing, writes
 from deepsharp_export_onnx.write.writers.windows import fresh, window_dims
 from layout import Order, conv_kernel_to_onnx, conv_transpose_kernel_to_onnx
 
@@ -80,6 +80,10 @@ def write_conv_transpose(step: ConvTransposeStep, x: Value, w: Writing) -> Value
     spec = step.spec
     kernel, strides, dilations = spec.kernel_size, spec.strides, spec.dilations
     extra, pads = spec.output_paddings, spec.pads()
+    if any(e >= s for e, s in zip(extra, strides)):  # PyTorch allows it below the dilation
+        raise Refusal(f"output_padding {tuple(extra)} is not below the stride {tuple(strides)}: "
+                      f"ONNX Runtime's ConvTranspose refuses that at run time (PyTorch allows "
+                      f"it below the dilation)")
     attrs = conv_transpose_attrs(spec.attrs(), kernel)
     y = w.node("ConvTranspose", _inputs(step, x, w, conv_transpose_kernel_to_onnx(step.weight._data)),
                attrs)
