@@ -77,22 +77,31 @@ def measure(data: dict[str, bytes], x: np.ndarray) -> dict[str, tuple[float, flo
     return best
 
 
-def main() -> list[dict]:
-    data, batches = graphs()
+def compare(data: dict[str, bytes], batches: dict[str, np.ndarray], base: str, new: str,
+            note: str) -> list[dict]:
+    """Per batch: the largest difference between graphs `new` and `base` (with `note` when
+    they differ), then every graph's best CPU and wall time and its CPU cost over `base`."""
     rows = []
+    width = max(len(name) for name in data) + 2
     for label, x in batches.items():
         answers = {name: session(graph).run(None, {"input": x})[0] for name, graph in data.items()}
-        right = np.abs(answers["reordered"] - answers["lengths alone"]).max()
+        differs = np.abs(answers[new] - answers[base]).max()
         best = measure(data, x)
-        base = best["lengths alone"]
-        note = " (the lengths alone are wrong for padding before a real step)" if right else ""
-        print(f"{label}: largest difference reordered vs lengths alone {right:.2g}{note}")
-        print(f"  {'graph':<15}{'cpu ms':>8}{'wall ms':>9}{'cpu vs lengths alone':>22}")
+        print(f"{label}: largest difference {new} vs {base} {differs:.2g}"
+              f"{f' ({note})' if differs else ''}")
+        print(f"  {'graph':<{width}}{'cpu ms':>8}{'wall ms':>9}{'cpu vs ' + base:>{len(base) + 11}}")
         for name, (cpu, wall) in best.items():
-            print(f"  {name:<15}{cpu * 1e3:>8.3f}{wall * 1e3:>9.3f}{cpu / base[0] - 1:>+21.1%}")
+            cost = cpu / best[base][0] - 1
+            print(f"  {name:<{width}}{cpu * 1e3:>8.3f}{wall * 1e3:>9.3f}{cost:>+{len(base) + 10}.1%}")
             rows.append({"batch": label, "graph": name, "cpu_ms": cpu * 1e3, "wall_ms": wall * 1e3,
-                         "cost": cpu / base[0] - 1})
+                         "cost": cost})
     return rows
+
+
+def main() -> list[dict]:
+    data, batches = graphs()
+    return compare(data, batches, "lengths alone", "reordered",
+                   "the lengths alone are wrong for padding before a real step")
 
 
 if __name__ == "__main__":

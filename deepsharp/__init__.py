@@ -12,8 +12,8 @@ from deepsharp.callbacks import (
     Callback, CSVLogger, EarlyStopping, History, ModelCheckpoint, ReduceLROnPlateau,
 )
 from deepsharp.errors import (
-    DataError, DeepsharpError, MissingExtra, OpError, PreparationError, SaveError, ShapeError, SpecError,
-    StateError, TargetError, TrainingError,
+    DataError, DeepsharpError, MaskRefused, MissingExtra, OpError, PreparationError, SaveError,
+    ShapeError, SpecError, StateError, TargetError, TrainingError,
 )
 from deepsharp.io import (
     load, load_checkpoint, load_state_dict, save, save_checkpoint, save_state_dict,
@@ -35,13 +35,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AUC", "Accuracy", "CSVLogger", "DataError", "F1", "MAE", "Metric", "MissingExtra",
-    "ModelCheckpoint", "Precision", "R2", "Recall", "ReduceLROnPlateau", "TopKAccuracy",
-    "Adam", "AdamW", "BinaryCrossEntropy", "Callback", "Cosine", "CrossEntropy", "DeepsharpError",
-    "EarlyStopping", "ExponentialDecay", "History", "LinearWarmup", "Loss", "MeanSquaredError",
-    "Module", "Network", "OpError", "Optimizer", "Parameter", "PreparationError", "RMSprop", "RandomStream", "SGD",
-    "SaveError", "Schedule", "Sequential", "Shape", "ShapeError", "SpecError", "StateError", "StepDecay",
-    "TargetError", "Tensor", "TraceErrorKind", "TraceException", "TracedModel", "Tracer",
-    "TrainingError", "arange", "float64", "functional", "load", "load_checkpoint",
-    "load_state_dict", "save_state_dict",
+    "ModelCheckpoint", "Precision", "R2", "Recall", "ReduceLROnPlateau", "TopKAccuracy", "Adam",
+    "AdamW", "BinaryCrossEntropy", "Callback", "Cosine", "CrossEntropy", "DeepsharpError",
+    "EarlyStopping", "ExponentialDecay", "History", "LinearWarmup", "Loss", "MaskRefused",
+    "MeanSquaredError", "Module", "Network", "OpError", "Optimizer", "Parameter",
+    "PreparationError", "RMSprop", "RandomStream", "SGD", "SaveError", "Schedule", "Sequential",
+    "Shape", "ShapeError", "SpecError", "StateError", "StepDecay", "TargetError", "Tensor",
+    "TraceErrorKind", "TraceException", "TracedModel", "Tracer", "TrainingError", "arange",
+    "float64", "functional", "load", "load_checkpoint", "load_state_dict", "save_state_dict",
     "no_grad", "save", "save_checkpoint", "__version__",
 ]

@@ -21,6 +21,11 @@ class ShapeError(DeepsharpError, ValueError):
     """A layer cannot take the shape reaching it, or a batch does not have the declared shape."""
 
 
+class MaskRefused(ShapeError):
+    """A layer cannot honour the mask of the series reaching it (the network's design, not the
+    batch's shape, is what to change)."""
+
+
 class TargetError(DeepsharpError, ValueError):
     """The answers given to `fit` do not suit the loss."""
 

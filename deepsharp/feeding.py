@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from deepsharp.batches import _is_plain, as_array, as_float32, map_leaves
-from deepsharp.errors import DataError, OpError, ShapeError, SpecError, TargetError
+from deepsharp.errors import DataError, MaskRefused, OpError, ShapeError, SpecError, TargetError
 from deepsharp.module import Module
 from deepsharp.tensors import Tensor
 
@@ -124,6 +124,8 @@ def probe(module: Module, inputs: tuple | dict, lift: Any, verb: str, what: str,
     try:
         with no_grad():
             return call(module, tensors(map_leaves(first, inputs)), lift)
+    except MaskRefused as error:  # the network's design, whatever the batch's shape
+        raise MaskRefused(f"{verb}: {what}: {error}") from None
     except (ShapeError, OpError) as error:
         named = inputs if given is None else given
         arrays = named.values() if isinstance(named, dict) else named

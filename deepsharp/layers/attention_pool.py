@@ -44,6 +44,9 @@ class AttentionPoolStep(Step):
         super().__init__(spec, place, input_shape, output_shape)
         self.weight = Parameter(weight)
 
+    def mask_refusal(self) -> None:
+        return None  # weighs the real steps only
+
     def call(self, flow: Flow) -> Flow:
         x, mask = flow.value, flow.mask
         batch, steps = x.shape[:2]

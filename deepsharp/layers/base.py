@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from deepsharp.errors import ShapeError, SpecError
+from deepsharp.layers.masks import refuse_mask
 from deepsharp.module import Module
 from deepsharp.random import RandomStream
 from deepsharp.shape import Shape
@@ -163,14 +164,29 @@ class Step(Module):
         inp, out = self.input_shape, self.output_shape
         return inp.rank >= 2 and out.rank >= 2 and inp[0] == out[0]
 
+    def mask_refusal(self) -> str | None:
+        """Why this step cannot honour the mask of a series reaching it, with the way out; None
+        when it can. The network (`call`) and the exporter refuse a masked series by this one
+        answer, so they agree. By default a step keeping the steps axis acts on each step alone
+        (a dense layer, an activation, a layer norm: the mask rides on); one that does not keep
+        it, and does not reduce over the real steps itself (overriding this), is refused."""
+        if self.keeps_steps():
+            return None
+        return ("its output does not keep the series' steps, so after it the padded steps would "
+                "count as real values; reduce over the steps first (global_max_pool, "
+                "global_avg_pool, attention_pool or an lstm's last state), or give series "
+                "without a mask")
+
     def call(self, flow: Flow) -> Flow:
-        """Run on a flow: by default forward the values and keep the mask while the output keeps
-        the steps axis of a series (at this run's length too)."""
+        """Run on a flow: by default forward the values, the mask riding on (the step acts on
+        each step alone), or refused by name (`mask_refusal`)."""
+        refuse_mask(self, flow.mask)
         out = self.forward(flow.value)
-        mask = flow.mask
-        if mask is not None and not (self.keeps_steps() and out.shape[:2] == flow.value.shape[:2]):
-            mask = None
-        return Flow(out, mask)
+        if flow.mask is not None and out.shape[:2] != flow.value.shape[:2]:
+            raise ShapeError(f"{self.kind} at place {self.place}: gives {out.shape[1]} steps for a "
+                             f"masked series of {flow.value.shape[1]}, so the mask cannot ride on; "
+                             f"give series without a mask")
+        return Flow(out, flow.mask)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.place}: {self.spec.describe()}, {self.input_shape} -> {self.output_shape})"

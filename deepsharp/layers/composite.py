@@ -158,6 +158,9 @@ class ConcatStep(Step):
     def networks(self) -> list[Module]:
         return list(self.branches._modules.values())
 
+    def mask_refusal(self) -> None:
+        return None  # each branch honours the mask or refuses it; reduced branches use it up
+
     def call(self, flow: Flow) -> Flow:
         outs = [network.call(flow).value for network in self.networks]
         y = apply("concat", *outs, axis=outs[0].ndim - 1)

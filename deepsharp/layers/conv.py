@@ -17,11 +17,12 @@ import numpy as np
 from pydantic import NonNegativeInt, PositiveInt, field_validator
 
 from deepsharp.errors import ShapeError
-from deepsharp.layers.base import LayerSpec, Lowering, Step, layer
+from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer
 from deepsharp.layers.dense import fan_in_uniform, kaiming_uniform
+from deepsharp.layers.masks import over_real_steps, refuse_mask
 from deepsharp.layers.windows import (
-    Padding, Window, check_padding, check_per_axis, pads_of, per_axis, require_places,
-    window_output,
+    SAME_UPPER, Padding, Window, check_padding, check_per_axis, pads_of, per_axis,
+    require_places, window_output,
 )
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
@@ -71,6 +72,14 @@ class ConvSpec(LayerSpec):
     def dilations(self) -> tuple[int, ...]:
         return per_axis(self.dilation, self.places)
 
+    def keeps_length(self) -> bool:
+        """Whether every series keeps its length: one place axis, stride 1 and borders adding up
+        to the dilated window less one (with stride 1 the same at every length, "same" too)."""
+        if self.places != 1 or self.strides != (1,):
+            return False
+        pads, auto_pad = pads_of(self.padding, self.kernel_size, self.dilations)
+        return auto_pad == SAME_UPPER or sum(pads) == (self.kernel_size[0] - 1) * self.dilations[0]
+
     def attrs(self) -> dict[str, Any]:
         """The `conv` primitive's attributes."""
         pads, auto_pad = pads_of(self.padding, self.kernel_size, self.dilations)
@@ -92,7 +101,14 @@ class ConvSpec(LayerSpec):
 
 
 class KernelStep(Step):
-    """A step holding a kernel (and a bias): a convolution or a transposed one."""
+    """A step holding a kernel (and a bias): a convolution or a transposed one.
+
+    Over a masked series, a kernel that keeps each series' length (stride 1, padding "same",
+    "causal" or as many places) runs on each series' real steps alone (`masks.over_real_steps`):
+    every real step's answer is the one of the unpadded series, and the padding's answers are
+    zeros; any other kernel is refused by name."""
+
+    lengths_kept: ClassVar[str] = ""  # the paddings keeping a series' length, for the refusal
 
     def __init__(self, spec: LayerSpec, place: str, input_shape: Shape, output_shape: Shape,
                  weight: np.ndarray, bias: np.ndarray | None) -> None:
@@ -104,8 +120,28 @@ class KernelStep(Step):
     def inputs(self, x: Tensor) -> tuple[Tensor, ...]:
         return (x, self.weight, self.bias) if self.spec.bias else (x, self.weight)
 
+    def mask_refusal(self) -> str | None:
+        spec = self.spec
+        if spec.places != 1:
+            return (f"it mixes neighbouring places of {'an image' if spec.places == 2 else 'a volume'}"
+                    f", which a series' mask does not describe; give it values without a mask")
+        if spec.keeps_length():
+            return None
+        return (f"with stride {spec.stride}, dilation {spec.dilation} and padding {spec.padding!r} "
+                f"its output steps are not its input's, so the mask cannot ride on; use stride 1 "
+                f"with padding {self.lengths_kept} (exact over each series' real steps), reduce "
+                f"over the steps first, or give series without a mask")
+
+    def call(self, flow: Flow) -> Flow:
+        if flow.mask is None:
+            return super().call(flow)
+        refuse_mask(self, flow.mask)
+        return Flow(over_real_steps(self.forward, flow.value, flow.mask), flow.mask)
+
 
 class ConvStep(KernelStep):
+    lengths_kept = "'same' or 'causal'"
+
     def forward(self, x: Tensor) -> Tensor:
         return apply("conv", *self.inputs(x), **self.spec.attrs())
 
@@ -207,6 +243,11 @@ class ConvTransposeSpec(LayerSpec):
         return {"strides": self.strides, "dilations": self.dilations, "pads": self.pads(),
                 "output_padding": self.output_paddings}
 
+    def keeps_length(self) -> bool:
+        """Whether every series keeps its length: one place axis, stride 1, and pads adding up to
+        the dilated window less one plus the output padding (then at every length)."""
+        return self.places == 1 and self.strides == (1,) and self.output_lengths((1,)) == (1,)
+
     def output_lengths(self, lengths) -> tuple[int, ...]:
         nd, pads = self.places, self.pads()
         return tuple((n - 1) * s + (k - 1) * d + 1 + p - pads[i] - pads[nd + i]
@@ -229,6 +270,8 @@ class ConvTransposeSpec(LayerSpec):
 
 
 class ConvTransposeStep(KernelStep):
+    lengths_kept = "'same'"
+
     def forward(self, x: Tensor) -> Tensor:
         return apply("conv_transpose", *self.inputs(x), **self.spec.attrs())
 

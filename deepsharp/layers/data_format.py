@@ -48,6 +48,10 @@ class ToChannelsFirst(LayerSpec):
 
 
 class TurnStep(Step):
+    def mask_refusal(self) -> str:
+        return ("it moves the steps off the axis the mask marks; turn the values before the mask "
+                "is made (at the network's input), or give series without a mask")
+
     def forward(self, x: Tensor) -> Tensor:
         rank = x.ndim
         perm = to_channels_last(rank) if isinstance(self.spec, FromChannelsFirst) \

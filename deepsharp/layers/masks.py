@@ -8,7 +8,10 @@ The rule: a masked series gives exactly what the unpadded series gives.
 - `real_first` orders each series' real steps first (in their order, padding after them), for
   the layers that count from a series' first step (an LSTM's lengths, sine positions): they run
   on that order and put their answers back, so padding may be anywhere;
-- `refuse_mask` names a layer that cannot honour a mask at all.
+- `over_real_steps` runs a layer that mixes neighbouring steps (a stride-1 convolution keeping
+  the length) on each series' real steps alone: padding zeroed, real steps first, the layer,
+  answers put back, padding zeroed again;
+- `refuse_mask` names a layer that cannot honour a mask at all (`Step.mask_refusal` says why).
 
 Everything is written with primitives on the mask tensor, so a tracer records how the mask is
 used instead of freezing one batch's padding.
@@ -18,11 +21,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from deepsharp.errors import ShapeError
+from deepsharp.errors import MaskRefused
 from deepsharp.tensors import Tensor, apply, modes
 
 
@@ -124,9 +127,34 @@ def real_first(mask: Tensor) -> RealFirst:
     return RealFirst(order, places)
 
 
-def refuse_mask(step: Any, mask: Tensor | None, advice: str) -> None:
-    """Refuse a mask `step` cannot honour: it would mix the padding into real answers."""
-    if mask is not None:
-        raise ShapeError(f"{_where(step)}: the series reaching it carries a mask (from an "
-                         f"embedding's padding_index or masking), and this layer cannot leave the "
-                         f"padded steps out; {advice}")
+def over_real_steps(layer: Callable[[Tensor], Tensor], x: Tensor, mask: Tensor) -> Tensor:
+    """`layer` (a map of series that keeps their length and reads zeros past their ends: a
+    stride-1 convolution) applied to each series' real steps alone:
+
+        y = back(layer(gather(x * real))) * real,   real = the mask as 0/1
+
+    the padding zeroed, the real steps gathered to the front (`real_first`; skipped when every
+    series is padded at the end, where it is the identity), the layer, each answer put back at
+    its step, and the padding's answers zeroed. Each real step's answer is then the layer's on
+    the unpadded series (zero-padded at its ends as the layer pads it); the padding holds zeros.
+    (A product by 0/1 rather than a choice: ONNX Runtime's `Mul` is the faster, and padding
+    holds finite values.) x (batch, steps, ...) -> (batch, steps, ...) of the same rank."""
+    moved = None if end_padded(mask) else real_first(mask)
+    real = real_steps(mask, x)
+    y = apply("mul", x, real)
+    y = layer(y if moved is None else moved.gather(y))
+    if moved is not None:
+        y = moved.back(y)
+    return apply("mul", y, real)
+
+
+MASK_CARRIED = ("the series reaching it carries a mask (from an embedding's padding_index or "
+                "masking), and this layer cannot leave the padded steps out")
+
+
+def refuse_mask(step: Any, mask: Tensor | None) -> None:
+    """Refuse a mask `step` cannot honour (it would mix the padding into real answers), saying
+    why and the way out (the step's `mask_refusal`)."""
+    advice = None if mask is None else step.mask_refusal()
+    if advice is not None:
+        raise MaskRefused(f"{_where(step)}: {MASK_CARRIED}; {advice}")

@@ -20,7 +20,7 @@ from pydantic import field_validator
 
 from deepsharp.errors import ShapeError
 from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, layer
-from deepsharp.layers.masks import masked_max, masked_mean, refuse_mask
+from deepsharp.layers.masks import masked_max, masked_mean
 from deepsharp.layers.windows import (
     Padding, Window, check_padding, check_per_axis, explicit_pads, pads_of, per_axis,
     require_places, window_output,
@@ -78,11 +78,10 @@ class PoolSpec(LayerSpec):
 
 
 class PoolStep(Step):
-    def call(self, flow: Flow) -> Flow:
-        refuse_mask(self, flow.mask, "a window of steps would take padded steps in; pool the whole "
-                                     "series with global_max_pool or global_avg_pool (which leave "
-                                     "the padding out), or give series without a mask")
-        return super().call(flow)
+    def mask_refusal(self) -> str:
+        return ("a window of steps would take padded steps in; pool the whole series with "
+                "global_max_pool or global_avg_pool (which leave the padding out), or give series "
+                "without a mask")
 
     def forward(self, x: Tensor) -> Tensor:
         return apply(self.spec.primitive, x, **self.spec.attrs())
@@ -180,6 +179,9 @@ class GlobalPoolSpec(LayerSpec):
 class GlobalPoolStep(Step):
     """Over a masked series, the real steps only: what the unpadded series gives (see `masks`)."""
 
+    def mask_refusal(self) -> None:
+        return None  # reduces over the real steps
+
     def call(self, flow: Flow) -> Flow:
         if flow.mask is None:
             return super().call(flow)
@@ -224,11 +226,9 @@ class AdaptivePoolSpec(LayerSpec):
 
 
 class AdaptivePoolStep(Step):
-    def call(self, flow: Flow) -> Flow:
-        refuse_mask(self, flow.mask, "its bins are cut from the padded length, not each series' "
-                                     "own; pool the whole series with global_max_pool or "
-                                     "global_avg_pool, or give series without a mask")
-        return super().call(flow)
+    def mask_refusal(self) -> str:
+        return ("its bins are cut from the padded length, not each series' own; pool the whole "
+                "series with global_max_pool or global_avg_pool, or give series without a mask")
 
     def forward(self, x: Tensor) -> Tensor:
         return apply(self.spec.primitive, x, sizes=tuple(self.output_shape)[:-1])

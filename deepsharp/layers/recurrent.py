@@ -92,6 +92,9 @@ class RecurrentStep(Step):
         return tuple(getattr(self, f"{name}_l{layer_index}{suffix}")
                      for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
 
+    def mask_refusal(self) -> None:
+        return None  # reads each series' real steps only
+
     def call(self, flow: Flow) -> Flow:
         spec = self.spec
         lengths = lengths_of(flow.mask)

@@ -70,6 +70,14 @@ class Pad(LayerSpec):
 
 
 class PadStep(Step):
+    def mask_refusal(self) -> str | None:
+        begins, ends = self.spec.place_pads(self.input_shape.rank - 1)
+        if begins[0] == ends[0] == 0:
+            return None  # the steps are left as they are
+        return ("its border would go round the padded series, not next to each series' real "
+                "steps; let the convolution pad (conv1d with padding 'same' or 'causal' is "
+                "exact over each series' real steps), or give series without a mask")
+
     def forward(self, x: Tensor) -> Tensor:
         spec = self.spec
         return apply("pad", x, pads=spec.pads(x.ndim), mode=spec.mode, value=float(spec.value))
@@ -119,6 +127,13 @@ class Upsample(LayerSpec):
 
 
 class UpsampleStep(Step):
+    def mask_refusal(self) -> str | None:
+        spec = self.spec
+        if spec.scale is not None and spec.sizes((1,) * (self.input_shape.rank - 1))[0] == 1:
+            return None  # the steps are left as they are
+        return ("it resamples the padded series as a whole, so the real steps' new places "
+                "would take padding in; upsample series without a mask")
+
     def forward(self, x: Tensor) -> Tensor:
         sizes = self.spec.sizes(x.shape[1:-1])
         return apply("resize", x, sizes=sizes, **self.spec.attrs())

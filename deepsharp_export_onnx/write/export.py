@@ -21,6 +21,7 @@ from onnx import TensorProto
 
 from deepsharp.layers.base import Step
 from deepsharp.layers.composite import walk_specs
+from deepsharp.layers.masks import MASK_CARRIED
 from deepsharp.losses import Loss
 from deepsharp.module import Module
 from deepsharp.network import Network
@@ -224,6 +225,12 @@ class OnnxExport:
                     self._faults.append(f"step {step.place} ({step.spec.describe()}): no ONNX "
                                         f"writer for {type(step).__name__}; {self._known()}")
                     x = self._stand_in(step, x)
+                continue
+            refusal = step.mask_refusal() if x.mask is not None else None
+            if refusal is not None:  # the network refuses it by the same answer
+                self._faults.append(f"step {step.place} ({step.spec.describe()}): {MASK_CARRIED}; "
+                                    f"{refusal}")
+                x = self._stand_in(step, x)
                 continue
             tape.owner = f"{step.place} ({step.kind})"
             flat = x.order is Order.FLAT_CHANNELS_FIRST and entry.flat_rows

@@ -100,18 +100,12 @@ ID_SPECS = [
 ]
 
 
-def _real_answers(out: np.ndarray, places: np.ndarray, steps_out: bool) -> np.ndarray:
-    return out[places] if steps_out else out
-
-
-@pytest.mark.parametrize("spec, make, fill, shape", [
-    *[(s, float_series, 0.0, Shape(7, CHANNELS)) for _, s in FLOAT_SPECS],
-    *[(s, id_series, PAD, Shape(7)) for _, s in ID_SPECS],
-], ids=[c[0] for c in FLOAT_SPECS + ID_SPECS])
-def test_real_steps_answer_as_the_unpadded_series(spec, make, fill, shape):
-    network = spec.lower(shape, RandomStream(3))
-    data = OnnxExport(shape).to_bytes(network, LOSS)
-    session = ort_session(data)
+def assert_real_steps_answer_alone(network, make, fill, shape: Shape, *,
+                                   zero_padding: bool = False) -> None:
+    """For two batch sizes and two lengths and every placement of the padding: ONNX Runtime
+    answers as the network, and every real step (or a row reduced over its steps) as the
+    unpadded series alone, in both; with `zero_padding`, the padding's answers are zeros."""
+    session = ort_session(OnnxExport(shape).to_bytes(network, LOSS))
     steps_out = len(network.output_shape) == 2
     for count, steps in SIZES:
         series = make(count, steps, seed=count)
@@ -124,10 +118,20 @@ def test_real_steps_answer_as_the_unpadded_series(spec, make, fill, shape):
             np.testing.assert_allclose(out_ort, out, rtol=0, atol=1e-5, err_msg=where)
             for row, index in enumerate(places):
                 label = f"{where}, {steps} steps, row {row}"
-                np.testing.assert_allclose(_real_answers(out[row], index, steps_out), alone[row],
-                                           rtol=0, atol=1e-5, err_msg=label)
-                np.testing.assert_allclose(_real_answers(out_ort[row], index, steps_out),
-                                           alone_ort[row], rtol=0, atol=1e-5, err_msg=label)
+                for answers, own in ((out, alone), (out_ort, alone_ort)):
+                    got = answers[row][index] if steps_out else answers[row]
+                    np.testing.assert_allclose(got, own[row], rtol=0, atol=1e-5, err_msg=label)
+                if zero_padding:
+                    padding = np.setdiff1d(np.arange(steps), index)
+                    assert not out[row, padding].any() and not out_ort[row, padding].any(), label
+
+
+@pytest.mark.parametrize("spec, make, fill, shape", [
+    *[(s, float_series, 0.0, Shape(7, CHANNELS)) for _, s in FLOAT_SPECS],
+    *[(s, id_series, PAD, Shape(7)) for _, s in ID_SPECS],
+], ids=[c[0] for c in FLOAT_SPECS + ID_SPECS])
+def test_real_steps_answer_as_the_unpadded_series(spec, make, fill, shape):
+    assert_real_steps_answer_alone(spec.lower(shape, RandomStream(3)), make, fill, shape)
 
 
 @pytest.mark.parametrize("where", ["start", "both", "holes"])
@@ -149,7 +153,7 @@ def test_padding_steps_get_what_padding_at_the_end_gets(where):
                                   table[len(places[0]):])
 
 
-def _parameter_gradients(network, x: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+def parameter_gradients(network, x: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
     for _, p in network.trainable_parameters():
         p.grad = None
     (network.forward(Tensor(x)) * Tensor(weights)).sum().backward()
@@ -180,10 +184,10 @@ def test_gradients_are_those_of_the_unpadded_series(spec, where):
             weights[row, index] = mine
         else:
             weights[row] = mine
-        alone = _parameter_gradients(network, s[None], np.asarray(mine, np.float32)[None])
+        alone = parameter_gradients(network, s[None], np.asarray(mine, np.float32)[None])
         for path, grad in alone.items():
             expected[path] = expected.get(path, 0) + grad
-    for path, grad in _parameter_gradients(network, batch, weights).items():
+    for path, grad in parameter_gradients(network, batch, weights).items():
         np.testing.assert_allclose(grad, expected[path], rtol=1e-4, atol=1e-6, err_msg=path)
 
 
@@ -193,8 +197,13 @@ def test_gradients_are_those_of_the_unpadded_series(spec, where):
     Sequential().sine_positions(),
 ], ids=["lstm-bidirectional-sequences", "gru-2-layers", "sine-positions"])
 def test_input_gradients_flow_through_the_gathers(spec):
-    """Finite differences in float64 of a weighted sum of the answers, with respect to a series
-    whose mask (held apart from its values) has padding at the start and holes."""
+    assert_input_gradients_through_the_gathers(spec)
+
+
+def assert_input_gradients_through_the_gathers(spec: Sequential) -> None:
+    """Finite differences in float64 of a weighted sum of the answers of the stack's first
+    layer, with respect to a series whose mask (held apart from its values) has padding at the
+    start and holes."""
     network = spec.lower(Shape(6, 2), RandomStream(0))
     step = network.steps[0]
     mask = Tensor(np.array([[False, True, False, True, True, False],

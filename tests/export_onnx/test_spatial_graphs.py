@@ -127,3 +127,13 @@ def test_training_only_spatial_dropout_writes_no_node():
     assert "Dropout" not in ops(model) and len(model.graph.node) == 3
     x = np.ones((2, 5, 5, 1), np.float32)
     assert np.isfinite(network(x)).all()
+
+
+def test_an_output_padding_runtime_refuses_is_refused_by_name():
+    """PyTorch allows output_padding below the dilation; ONNX Runtime only below the stride."""
+    network = (Sequential().conv_transpose1d(3, kernel=3, stride=1, dilation=2, output_padding=1)
+               .lower(Shape(5, 2), RandomStream(0)))
+    with pytest.raises(ExportRefused) as refused:
+        OnnxExport(Shape(5, 2)).to_bytes(network, MeanSquaredError())
+    assert "step 0 (conv_transpose1d(3, 3, output_padding=1, dilation=2)): output_padding (1,) " \
+           "is not below the stride (1,)" in str(refused.value)

@@ -1,5 +1,6 @@
-"""Small edits of ONNX graphs for refusal tests: find a node, set an attribute; and a masked
-graph as written before its series were reordered (`without_reordering`)."""
+"""Small edits of ONNX graphs for refusal tests: find a node, set an attribute; a masked graph as
+written before its series were reordered (`without_reordering`), and one as written before
+convolutions honoured masks (`without_masked_kernels`)."""
 
 from __future__ import annotations
 
@@ -39,11 +40,28 @@ def without_reordering(model: onnx.ModelProto) -> onnx.ModelProto:
     return edited
 
 
+def without_masked_kernels(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The graph as the exporter wrote a kernel over a masked series before it ran kernels on
+    each series' real steps alone: the padding's Where(mask, x, 0) and the GatherNDs around
+    every Conv and ConvTranspose bypassed, the kernel reading the padded series as it is."""
+    edited = onnx.ModelProto()
+    edited.CopyFrom(model)
+    graph = edited.graph
+    outputs = {o.name for o in graph.output}
+    ends = ("/padding_zeroed", "/padding_out", "/real_first", "/own_places")
+    for node in list(graph.node):
+        kernel = node.name.split("/")[0].rsplit(".", 1)[-1].startswith("conv")
+        if kernel and node.name.endswith(ends) and node.op_type in ("Mul", "GatherND"):
+            _bypass(graph, node, outputs)
+    _drop_unused(graph, outputs)
+    return edited
+
+
 def _bypass(graph, node: onnx.NodeProto, outputs: set[str]) -> None:
     source, result = node.input[0], node.output[0]
     if result in outputs:
         node.op_type = "Identity"
-        del node.input[1:]
+        node.input[:] = [source]
         del node.attribute[:]
         return
     for other in graph.node:

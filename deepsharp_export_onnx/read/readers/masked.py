@@ -42,7 +42,8 @@ MAX_FORM = ("the largest value over a series' real steps is ReduceMax(Where(mask
             "the steps, then Where(ReduceSum(real) > 0, ., 0)")
 
 
-def _real(r: Reading, name: str, axes: tuple[int, ...] = (2,)) -> list[onnx.NodeProto] | None:
+def read_real(r: Reading, name: str, axes: tuple[int, ...] = (2,)
+              ) -> list[onnx.NodeProto] | None:
     """[Cast, Unsqueeze] when `name` is Unsqueeze(Cast(the series' mask, float), axes)."""
     unsqueeze = producer(r, name, "Unsqueeze")
     cast = producer(r, unsqueeze.input[0], "Cast") if unsqueeze is not None else None
@@ -77,10 +78,12 @@ def _pooled(output: str, nodes: list[onnx.NodeProto], spec, keep: int) -> Read:
 def read_masked_mean(node: onnx.NodeProto, r: Reading) -> Read | None:
     if r.rank != 3 or node.input[0] != r.value or r.extra.get("mask") is None:
         return None
-    real = _real(r, node.input[1])
+    real = read_real(r, node.input[1])
     if real is None:
         return None
     total = _reduced(r, node, "ReduceSum")
+    if total is None and consumer(r, node.output[0], "GatherND") is not None:
+        return None  # the padding zeroed before a kernel (readers/conv.py)
     keep = int(attrs(total).get("keepdims", 1)) if total is not None else 1
     count = _count(r, real, keep)
     floor = consumer(r, count.output[0], "Max") if count is not None else None
@@ -153,7 +156,7 @@ def read_masked_group_norm(node: onnx.NodeProto, r: Reading) -> Read | None:
     groups, width = int(shape[2]), int(shape[3])
     readers = {n.op_type: n for n in consumers(r, node.output[0])}
     masked, centred = readers.get("Mul"), readers.get("Sub")
-    real = _real(r, other_input(masked, node.output[0]), (2, 3)) if masked is not None else None
+    real = read_real(r, other_input(masked, node.output[0]), (2, 3)) if masked is not None else None
     if real is None or centred is None:
         raise r.unreadable(node, GROUP_FORM)
     nodes = _group_statistics(r, node, real, masked, centred, width)

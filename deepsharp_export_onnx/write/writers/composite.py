@@ -36,7 +36,7 @@ def write_residual(step: ResidualStep, x: Value, w: Writing) -> Value:
 @writes(ConcatStep)
 def write_concat(step: ConcatStep, x: Value, w: Writing) -> Value:
     outs = [_branch(step, network, x, w) for network in step.networks]
-    y = w.node("Concat", [o.name for o in outs], {"axis": x.rank - 1})
+    y = w.node("Concat", [o.name for o in outs], {"axis": outs[0].rank - 1})
     width = sum(int(o.dims[-1]) for o in outs)
     return w.value(y, outs[0].dims[:-1] + (width,), x)
 

@@ -4,7 +4,8 @@ adaptive pools -> a pool whose window is the bin where every bin is as wide, els
 composition: the places in one row, a product by the bins' averaging matrix (average) or a
 gather of every bin's places and a ReduceMax (max), then the bins laid out again. Over a series'
 free length, the bins are worked out in the graph (`compositions`). Over a masked series, the
-global pools and attention pooling are written with the mask (`masked_nodes`)."""
+global pools and attention pooling are written with the mask (`masked_nodes`); the windowed and
+adaptive pools are refused by the exporter, by the step's own `mask_refusal`."""
 
 from __future__ import annotations
 
@@ -22,16 +23,8 @@ from deepsharp_export_onnx.write.writers.windows import window_dims
 from layout import Order
 
 
-def refuse_mask(x: Value, w: Writing, why: str) -> None:
-    """A layer that cannot leave a series' padding out refuses the mask riding with it (the
-    network refuses it too, at run time)."""
-    if x.mask is not None:
-        raise w.refuse(f"the series reaching it carries a mask, and {why}")
-
-
 @writes(PoolStep, order=Order.CHANNELS_FIRST)
 def write_pool(step: PoolStep, x: Value, w: Writing) -> Value:
-    refuse_mask(x, w, "a window of steps would take padded steps in")
     spec = step.spec
     places = x.dims[2:]
     op, attrs = pool_node_form(spec.primitive, spec.attrs(), places)
@@ -74,7 +67,6 @@ def _write_masked_global_pool(step: GlobalPoolStep, x: Value, w: Writing) -> Val
 
 @writes(AdaptivePoolStep, order=Order.CHANNELS_FIRST)
 def write_adaptive_pool(step: AdaptivePoolStep, x: Value, w: Writing) -> Value:
-    refuse_mask(x, w, "its bins would be cut from the padded length, not each series' own")
     places, sizes = x.dims[2:], tuple(step.output_shape)[:-1]
     dims = (x.dims[0], x.dims[1], *sizes)
     average = step.spec.primitive == "adaptive_avg_pool"
