@@ -11,6 +11,7 @@ at 1 thread; with `--compiled`, inside `deepsharp.compiled.compiled()`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import sys
 import time
@@ -24,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 def counted(totals: dict[str, float]):
     """Every primitive rule and the optimizer's step, timed into `totals` (CPU seconds)."""
     from deepsharp import optimizers
-    from deepsharp.tensors.primitives import PRIMITIVES, Primitive
+    from deepsharp.tensors.primitives import PRIMITIVES
 
     def timed(label, fn):
         def run(*args, **kwargs):
@@ -37,9 +38,9 @@ def counted(totals: dict[str, float]):
 
     saved = dict(PRIMITIVES)
     for name, prim in saved.items():
-        PRIMITIVES[name] = Primitive(name, timed(f"{name} forward", prim.forward),
-                                     prim.backward and timed(f"{name} backward", prim.backward),
-                                     prim.outputs)
+        PRIMITIVES[name] = dataclasses.replace(
+            prim, forward=timed(f"{name} forward", prim.forward),
+            backward=prim.backward and timed(f"{name} backward", prim.backward))
     step = optimizers.Optimizer.step, optimizers.Adam.step
     optimizers.Optimizer.step = timed("optimizer", step[0])
     optimizers.Adam.step = timed("optimizer", step[1])

@@ -52,11 +52,18 @@ def machine() -> str:
 
     import torch
 
-    blas = next((f"{i['internal_api']} {i['version']}" for i in threadpool_info()
-                 if i["user_api"] == "blas"), "unknown")
+    blas = ", ".join(f"{i['internal_api']} {i['version']} ({_owner(i['filepath'])})"
+                     for i in threadpool_info() if i["user_api"] == "blas") or "unknown"
     return (f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-            f"python {platform.python_version()}, numpy {numpy.__version__} ({blas}), "
-            f"torch {torch.__version__}")
+            f"python {platform.python_version()}, numpy {numpy.__version__}, "
+            f"torch {torch.__version__}; BLAS: {blas}")
+
+
+def _owner(path: str) -> str:
+    """Which package a BLAS library was loaded from (numpy's and torch's each bring one)."""
+    parts = Path(path).parts
+    found = [p for p in parts if p in ("numpy", "scipy", "torch") or p.endswith(".libs")]
+    return found[-1].removesuffix(".libs") if found else Path(path).name
 
 
 if __name__ == "__main__":

@@ -18,7 +18,10 @@ trains one round of `steps` optimisation steps. Two measures:
   a runtime whose threads spin while they wait, as PyTorch's OpenMP does, keeps its CPU time up
   while it is starved). Rounds go on until ROUNDS are kept or MAX_ROUNDS were run.
 
-Rounds alternate the frameworks, so all four see the same conditions. Each framework's best
+Rounds alternate the frameworks, so all four see the same conditions; each framework trains in
+a process of its own (`_Worker`), so none inherits the state another left behind (malloc's
+thresholds, thread pools: PyTorch's first run once made deepsharp's CNN step 1.7x faster in a
+shared process than in a user's). Each framework's best
 (lowest) kept round is its figure; `x torch` and `x best` are PyTorch's time over deepsharp's,
 `numba x best` PyTorch best's over deepsharp with compiled kernels
 (above 1: deepsharp is faster).
@@ -29,7 +32,9 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Callable
 
 ROUNDS = 5          # kept rounds per measure
@@ -68,39 +73,76 @@ def machine_cpu() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def _rounds(trainers: dict[str, Callable[[], float]], busy_check: bool) -> dict[str, dict]:
-    """Interleaved rounds after one warm-up each: per framework, the kept (cpu, wall) times and
-    the count of busy rounds discarded."""
-    for train in trainers.values():
-        train()  # warm up (allocations, thread pools)
-    kept: dict[str, list[tuple[float, float]]] = {label: [] for label in trainers}
-    busy = {label: 0 for label in trainers}
-    for _ in range(MAX_ROUNDS):
-        if all(len(k) >= ROUNDS for k in kept.values()):
-            break
-        for label, train in trainers.items():
-            if len(kept[label]) >= ROUNDS:
-                continue
+class _Worker:
+    """One framework's trainer in a process of its own (spawned: nothing inherited), so that what
+    one framework leaves behind (malloc's state, thread pools, caches) never speeds up or slows
+    down another's rounds. It builds the trainer, warms it up, then runs one round per request
+    and answers (CPU seconds, wall seconds, CPU seconds other processes used meanwhile)."""
+
+    def __init__(self, module: str, label: str, count: int) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.conn, theirs = context.Pipe()
+        self.process = context.Process(target=_serve, args=(module, label, count, theirs),
+                                       daemon=True)
+        self.process.start()
+        self.conn.recv()  # ready: built and warmed up
+
+    def __call__(self) -> tuple[float, float, float]:
+        self.conn.send(True)
+        return self.conn.recv()
+
+    def close(self) -> None:
+        self.conn.send(False)
+        self.process.join()
+
+
+def _serve(module: str, label: str, count: int, conn) -> None:
+    import importlib
+
+    bench = importlib.import_module(module)
+    with threads(count):
+        train = factories(bench.deepsharp_epoch, bench.torch_epoch)[label](count)
+        train()  # warm up (allocations, thread pools, compiled kernels)
+        conn.send("ready")
+        while conn.recv():
             wall, cpu, machine = time.perf_counter(), time.process_time(), machine_cpu()
             train()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            others = machine_cpu() - machine - cpu  # CPU seconds other processes used meanwhile
+            conn.send((cpu, wall, machine_cpu() - machine - cpu))
+
+
+def _rounds(workers: dict[str, _Worker], busy_check: bool) -> dict[str, dict]:
+    """Interleaved rounds: per framework, the kept (cpu, wall) times and the count of busy rounds
+    discarded."""
+    kept: dict[str, list[tuple[float, float]]] = {label: [] for label in workers}
+    busy = {label: 0 for label in workers}
+    for _ in range(MAX_ROUNDS):
+        if all(len(k) >= ROUNDS for k in kept.values()):
+            break
+        for label, worker in workers.items():
+            if len(kept[label]) >= ROUNDS:
+                continue
+            cpu, wall, others = worker()
             if busy_check and (cpu < BUSY * wall or others > OTHERS * wall):
                 busy[label] += 1
             else:
                 kept[label].append((cpu, wall))
-    return {label: {"kept": kept[label], "busy": busy[label]} for label in trainers}
+    return {label: {"kept": kept[label], "busy": busy[label]} for label in workers}
 
 
-def measure(name: str, factories: dict[str, Callable[[int], Callable[[], float]]], steps: int
-            ) -> list[dict]:
+def measure(name: str, trainers: "Trainers", steps: int) -> list[dict]:
     """Both measures of one benchmark: one row per measure, times in ms per step."""
     rows = []
     for measure_name in chosen:
         count, index = MEASURES[measure_name]
-        with threads(count):
-            trainers = {label: factories[label](count) for label in LABELS}
-            results = _rounds(trainers, busy_check=(measure_name == "wall2"))
+        workers = {label: _Worker(trainers.module, label, count) for label in LABELS}
+        try:
+            results = _rounds(workers, busy_check=(measure_name == "wall2"))
+        finally:
+            for worker in workers.values():
+                worker.close()
         row: dict = {"benchmark": name, "measure": measure_name}
         for label in LABELS:
             times = [t[index] for t in results[label]["kept"]]
@@ -115,10 +157,9 @@ def measure(name: str, factories: dict[str, Callable[[int], Callable[[], float]]
     return rows
 
 
-def report(name: str, factories: dict[str, Callable[[int], Callable[[], float]]],
-           steps: int) -> list[dict]:
+def report(name: str, trainers: "Trainers", steps: int) -> list[dict]:
     """`measure`, printed as a table: each benchmark's `main`."""
-    rows = measure(name, factories, steps)
+    rows = measure(name, trainers, steps)
     print_table(rows)
     return rows
 
@@ -248,13 +289,25 @@ def torch_trainer(model, loss_fn, x, y, batch: int, best: bool, lr: float = 1e-3
     return epoch
 
 
-def factories(deepsharp_epoch, torch_epoch) -> dict[str, Callable[[int], Callable[[], float]]]:
+class Trainers(dict):
+    """label -> factory(threads) -> one round's trainer, and the bench module they come from (a
+    worker process imports it to build its own)."""
+
+    module: str
+
+
+def factories(deepsharp_epoch, torch_epoch) -> Trainers:
     """The four trainers of a benchmark from its `deepsharp_epoch(threads)` and
     `torch_epoch(best)`."""
-    return {"deepsharp": deepsharp_epoch,
-            "numba": _compiled(deepsharp_epoch),
-            "torch": lambda count: torch_epoch(False),
-            "torch best": lambda count: torch_epoch(True)}
+    trainers = Trainers({"deepsharp": deepsharp_epoch,
+                         "numba": _compiled(deepsharp_epoch),
+                         "torch": lambda count: torch_epoch(False),
+                         "torch best": lambda count: torch_epoch(True)})
+    module = deepsharp_epoch.__module__
+    if module == "__main__":  # a bench module run as a script: its workers import it by name
+        module = Path(sys.modules[module].__file__).stem
+    trainers.module = module
+    return trainers
 
 
 def _compiled(deepsharp_epoch):

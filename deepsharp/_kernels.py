@@ -31,15 +31,16 @@ def adam_flat(g, m, v, work, c1, c2, b2, root, eps, step_size):
 
 @njit(**_JIT)
 def lstm_step_grad(a, tc, c_prev, dh, dc, d, dc_out):
-    """One LSTM step back through time (`_lstm_through_time`), gates held (o, i, f, g) in a
-    (batch, 4H): d (batch, 4, H) the gates' gradients, dc_out the cell's for the step before."""
+    """One LSTM step back through time (`_lstm_through_time`), its gates a (4, batch, H) held
+    (o, i, f, g) gate by gate: d (batch, 4, H) the gates' gradients, dc_out the cell's for the
+    step before."""
     batch, hidden = tc.shape
     for b in range(batch):
         for j in range(hidden):
-            o = a[b, j]
-            i = a[b, hidden + j]
-            f = a[b, 2 * hidden + j]
-            g = a[b, 3 * hidden + j]
+            o = a[0, b, j]
+            i = a[1, b, j]
+            f = a[2, b, j]
+            g = a[3, b, j]
             t = tc[b, j]
             h_grad = dh[b, j]
             d[b, 0, j] = (h_grad * t) * (o - o * o)
@@ -50,18 +51,20 @@ def lstm_step_grad(a, tc, c_prev, dh, dc, d, dc_out):
             dc_out[b, j] = total * f
 
 
-
 @njit(**_JIT)
-def lstm_step_cell(g, c, c_out):
+def lstm_step_cell(g, c, a, c_out):
     """One LSTM step forward (`Lstm.forward`), after the tanh of its gates g (batch, 4H) held
-    (o, i, f, g): the sigmoid gates from their tanh (t / 2 + 1 / 2, in place), then the new cell
-    c_out = f c + i g."""
+    (o, i, f, g): the gates gate by gate into a (4, batch, H), the sigmoid ones from their tanh
+    (t / 2 + 1 / 2), then the new cell c_out = f c + i g."""
     batch, hidden = c.shape
     for b in range(batch):
-        for k in range(3 * hidden):
-            g[b, k] = g[b, k] * _HALF + _HALF
+        for k in range(3):
+            for j in range(hidden):
+                a[k, b, j] = g[b, k * hidden + j] * _HALF + _HALF
         for j in range(hidden):
-            c_out[b, j] = g[b, 2 * hidden + j] * c[b, j] + g[b, hidden + j] * g[b, 3 * hidden + j]
+            a[3, b, j] = g[b, 3 * hidden + j]
+        for j in range(hidden):
+            c_out[b, j] = a[2, b, j] * c[b, j] + a[1, b, j] * a[3, b, j]
 
 
 _INV_SQRT_2 = np.float32(1.0 / np.sqrt(2.0))

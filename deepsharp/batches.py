@@ -2,8 +2,9 @@
 iterator of batches.
 
 - Arrays: `x`, `y` and `sample_weight` as arrays, tuples or dicts of arrays with one row per
-  example. A batch reads only its own rows: in order a slice (a view), shuffled the batch's
-  indices sorted (a memmap reads runs of rows from disk) and then put in the epoch's order. Floats
+  example. A batch reads only its own rows: in order a slice (a view), shuffled its rows in the
+  epoch's order (from a memmap, the batch's indices sorted first, so it reads runs of rows from
+  disk). Floats
   become float32 one batch at a time, so a float64 memmap is never copied whole.
 - A sequence: any object with `__len__` and `__getitem__(i)` giving batch i as `(x, y)` or
   `(x, y, sample_weight)` (as a Keras `PyDataset`); shuffling reorders the batches;
@@ -95,8 +96,9 @@ def as_float32(array: np.ndarray) -> np.ndarray:
 
 
 def rows_of(array: np.ndarray, index: Any) -> np.ndarray:
-    """array[index], reading a shuffled index in sorted order (runs of a memmap)."""
-    if isinstance(index, slice):
+    """array[index], reading a shuffled index of a memmap in sorted order (runs of rows from
+    disk); an array in memory is indexed as it is (one copy, not three)."""
+    if isinstance(index, slice) or type(array) is np.ndarray:
         return as_float32(array[index])
     order = np.argsort(index, kind="stable")
     part = np.asarray(array[index[order]])

@@ -239,7 +239,7 @@ class Adam(Optimizer):
                 1 - b1, 1 - b2, b2, math.sqrt(1 - b2 ** t), self.eps, self.lr / (1 - b1 ** t))))
         else:
             _adam_numpy(g, m, v, work, b1, b2, t, self.lr, self.eps)
-        for (_, p), part in zip(live, flat.views(work)):
+        for (_, p), part in zip(live, flat.work_views):
             p._data -= part
         return True
 
@@ -352,6 +352,7 @@ class _FlatMoments:
         self.work = np.empty(total, dtype)
         self.exp_avg_views = self.views(self.exp_avg)
         self.exp_avg_sq_views = self.views(self.exp_avg_sq)
+        self.work_views = self.views(self.work)
 
     @classmethod
     def of(cls, optimizer: Optimizer, names: tuple[str, ...], params: list[np.ndarray]

@@ -46,6 +46,11 @@ class EpochProgress:
         self.bar = tqdm(total=steps, disable=verbose != 1, desc=f"epoch {epoch + 1}/{epochs}",
                         leave=True, file=sys.stderr, dynamic_ncols=True)
 
+    @property
+    def showing(self) -> bool:
+        """Whether a bar is shown (`fit` then works out the running loss for it each batch)."""
+        return self.verbose == 1
+
     def update(self, loss: float) -> None:
         self.bar.update(1)
         self.bar.set_postfix(loss=f"{loss:.4f}", refresh=False)

@@ -28,6 +28,7 @@ from deepsharp.feeding import (
     inputs_of, prepare, probe, rows_in, sample_weights, tensors,
 )
 from deepsharp.losses import Loss
+from deepsharp.memory import keep_freed_memory
 from deepsharp.module import Module
 from deepsharp.objective import Objective
 from deepsharp.optimizers import Optimizer
@@ -235,7 +236,8 @@ def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
         totals.add(batch.rows, parts, outputs, targets)
         optimizer.step()
         step += 1
-        progress.update(totals.loss)
+        if progress.showing:
+            progress.update(totals.loss)
     run.source.end_epoch()
     return totals.logs(), step
 
@@ -358,6 +360,7 @@ def _objective(module: Module, source, val, loss: Any, loss_weights: Any, metric
 
 
 def _loop(run: _Run, resume: bool) -> History:
+    keep_freed_memory()  # steps reuse freed memory instead of faulting in fresh pages (memory.py)
     run.optimizer.bind(run.module.trainable_parameters())
     history, first_epoch, step = History(), 0, 0
     if run.checkpoint is not None and resume:

@@ -78,7 +78,7 @@ def _run_backward(record: Record, grads: list[np.ndarray | None],
         if g is None or not requires_grad:
             continue
         if parent is None:
-            _accumulate_leaf(tensor, g)
+            _accumulate_leaf(tensor, g, prim.fresh)
             continue
         slots = pending.setdefault(id(parent), [None] * len(parent.shapes))
         current = slots[index]
@@ -91,16 +91,21 @@ leaf_sink: ContextVar[dict[int, tuple[Tensor, np.ndarray]] | None] = ContextVar(
     "deepsharp_leaf_sink", default=None)
 
 
-def _accumulate_leaf(tensor: Tensor, g: np.ndarray) -> None:
+def _accumulate_leaf(tensor: Tensor, g: np.ndarray, fresh: bool = False) -> None:
+    """Add `g` into the leaf's `.grad` (or the thread's sink). A gradient is copied before it is
+    kept, never aliased (clipping scales `.grad` in place), unless it is `fresh` (a new array
+    its rule made for it alone: `Primitive.fresh`)."""
+    fresh = fresh or not (isinstance(g, np.ndarray) and g.dtype == tensor.dtype)  # (asarray
+    # below makes a new array then)
     g = np.asarray(g, dtype=tensor.dtype)
     if g.shape != tensor.shape:
         raise OpError(f"gradient of shape {g.shape} for a tensor of shape {tensor.shape}")
     sink = leaf_sink.get()
     if sink is not None:
         held = sink.get(id(tensor))
-        sink[id(tensor)] = (tensor, g.copy() if held is None else held[1] + g)
+        sink[id(tensor)] = (tensor, (g if fresh else g.copy()) if held is None else held[1] + g)
         return
     if tensor.grad is None:
-        tensor.grad = g.copy()  # never alias: clipping scales .grad in place
+        tensor.grad = g if fresh else g.copy()
     else:
         tensor.grad = tensor.grad + g

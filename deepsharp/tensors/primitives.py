@@ -14,7 +14,9 @@ kept on the operation's `Record`, where autograd and the tracer read them. A pri
 results sets `outputs=n`; its forward returns a tuple and its backward receives a tuple of
 gradients (zeros for results nothing used). A primitive whose results are constant in its inputs
 (comparisons, argmax, zeros_like) sets `differentiable=False` and needs no backward rule: its
-results never require gradients, as in PyTorch.
+results never require gradients, as in PyTorch. A primitive whose backward rule returns gradients
+that are new arrays nothing else holds (not its incoming gradient, an input, or what it saved)
+sets `fresh=True`: a leaf then keeps such a gradient as its `.grad` without a copy.
 """
 
 from __future__ import annotations
@@ -35,21 +37,22 @@ class Primitive:
     backward: Callable[..., tuple[Any, ...]] | None
     outputs: int = 1
     differentiable: bool = True
+    fresh: bool = False  # its backward's gradients are new arrays nothing else holds
 
 
 PRIMITIVES: dict[str, Primitive] = {}
 
 
-def primitive(name: str, *, outputs: int = 1,
-              differentiable: bool = True) -> Callable[[type], type]:
+def primitive(name: str, *, outputs: int = 1, differentiable: bool = True,
+              fresh: bool = False) -> Callable[[type], type]:
     """Register the namespace class's `forward` and `backward` under `name`."""
 
     def register(namespace: type) -> type:
         if name in PRIMITIVES:
             raise OpError(f"primitive {name!r} is registered twice")
         PRIMITIVES[name] = Primitive(
-            name, namespace.forward, getattr(namespace, "backward", None), outputs, differentiable
-        )
+            name, namespace.forward, getattr(namespace, "backward", None), outputs, differentiable,
+            fresh)
         return namespace
 
     return register

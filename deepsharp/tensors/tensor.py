@@ -14,7 +14,7 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords, modes
-from deepsharp.tensors.modes import _trace_hook
+from deepsharp.tensors.modes import _grad_enabled, _trace_hook
 from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
 from deepsharp.tensors.promotion import PROMOTES, promoted
@@ -337,21 +337,27 @@ def _cast(tensor: Tensor, dtype: np.dtype) -> Tensor:
 
 def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     """Run primitive `op` on `inputs`, recording it when gradients or a trace need it."""
+    # (list comprehensions and the context variables read directly: this runs for every
+    # operation, and generator expressions cost several microseconds a call here)
     prim = lookup(op)
-    like = next((i._data for i in inputs if isinstance(i, Tensor)), None)
-    tensors = tuple(as_tensor(i, like) for i in inputs)
+    like = None
+    for i in inputs:
+        if isinstance(i, Tensor):
+            like = i._data
+            break
+    tensors = tuple([as_tensor(i, like) for i in inputs])
     if op in PROMOTES:  # PyTorch's promotion (int with float -> the float), not numpy's
         tensors = promoted(op, tensors, _cast)
-    hook = modes.trace_hook()
+    hook = _trace_hook.get()
     sized = hook is not None and holds_live(attrs)
     if sized:  # sizes read from symbolic axes: the trace refuses those the op keeps as numbers
         hook.on_sizes(op, attrs)
-    out, saved = prim.forward(*(t._data for t in tensors), **attrs)
+    out, saved = prim.forward(*[t._data for t in tensors], **attrs)
     outs = out if prim.outputs > 1 else (out,)
-    results = tuple(Tensor._wrap(o) for o in outs)
+    results = tuple([Tensor._wrap(o) for o in outs])
     share_views(tensors, outs, results, op, attrs)
-    needs_grad = (prim.differentiable and modes.grad_enabled()
-                  and any(t.requires_grad for t in tensors))
+    needs_grad = (prim.differentiable and _grad_enabled.get()
+                  and any([t.requires_grad for t in tensors]))
     # an operation without tensor inputs (arange) is shown to the tracer: its size may be symbolic
     # so is one on constants given a size read from a symbolic axis (`weight[:n]`, `zeros(b, 5)`)
     traced = hook is not None and (not tensors or sized or hook.involves(tensors))

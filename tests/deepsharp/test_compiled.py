@@ -80,14 +80,18 @@ def test_gelu_kernel_is_bit_identical_to_numpy():
 
 
 def test_max_pool_routing_kernel_is_bit_identical_to_numpy():
-    """Random values and a constant image (every candidate tied): the same routes, the same
-    signed zeros."""
+    """Random values, a constant image (every candidate tied) and an image with a NaN (windows
+    whose largest value is NaN) under an infinite gradient: the same routes, the same signed
+    zeros, the same NaNs."""
     generator = np.random.default_rng(4)
     w = generator.standard_normal((3, 3, 2, 5)).astype(np.float32)
     b = generator.standard_normal(5).astype(np.float32)
+    with_nan = generator.standard_normal((2, 9, 8, 2)).astype(np.float32)
+    with_nan[1, 4, 3, 0] = np.nan
     for x in (generator.standard_normal((2, 9, 8, 2)).astype(np.float32),
-              np.ones((2, 9, 8, 2), np.float32)):
+              np.ones((2, 9, 8, 2), np.float32), with_nan):
         grad = generator.standard_normal((2, 3, 3, 5)).astype(np.float32)
+        grad[1, 1, 1, :2] = np.inf
         results = []
         for on in (True, False):
             tensors = [Tensor(a, requires_grad=True) for a in (x, w, b)]

@@ -70,7 +70,7 @@ def _pool_ordered_cols(xp: np.ndarray, kernel, pool, pooled) -> np.ndarray:
     return cols.reshape(cols.shape[0], -1, k * c)
 
 
-@primitive("conv_relu_max_pool")
+@primitive("conv_relu_max_pool", fresh=True)
 class ConvReluMaxPool:
     def forward(x, w, *bias, pads, pool):
         kernel, pooled = _geometry(x, w, pads, pool)
@@ -81,15 +81,15 @@ class ConvReluMaxPool:
         best = products[0].copy() if len(products) == 1 else np.maximum(products[0], products[1])
         for block in products[2:]:
             np.maximum(best, block, out=best)
-        out = best + bias[0] if bias else best.copy()
-        np.maximum(out, 0, out=out)
-        return out.reshape(x.shape[0], *pooled, w.shape[-1]), (cols, products, best, xp.shape)
+        pre = plus_bias(best, bias[0]) if bias else best
+        out = np.maximum(pre, 0)
+        return out.reshape(x.shape[0], *pooled, w.shape[-1]), (cols, products, best, pre,
+                                                               xp.shape)
 
     def backward(grad, saved, x, w, *bias, pads, pool):
-        cols, products, best, padded = saved
+        cols, products, best, pre, padded = saved
         out_channels = w.shape[-1]
         # relu's rule: a gradient only where the pooled value (bias added) is above zero
-        pre = best + bias[0] if bias else best
         g = grad.reshape(-1, out_channels) * (pre > 0)
         # max_pool's rule: to the first largest candidate of each window, in row-major order
         routed = np.empty_like(products)
@@ -97,17 +97,40 @@ class ConvReluMaxPool:
         if compiled is not None:  # the same selection in one pass (deepsharp.compiled)
             compiled(products, best, g, routed)
         else:
-            free = np.ones(best.shape, bool)
-            hit = np.empty(best.shape, bool)
-            for p in range(len(products)):
-                np.equal(products[p], best, out=hit)
-                np.logical_and(hit, free, out=hit)
-                np.logical_xor(free, hit, out=free)
-                np.multiply(g, hit, out=routed[p])
+            _route_to_first_max(products, best, g, routed)
         flat = routed.reshape(-1, out_channels)
         gw = (cols.reshape(-1, cols.shape[-1]).T @ flat).reshape(w.shape)
         gx = _input_grad(routed, w, padded, pool, pads) if needs_input_grad(0) else None
         return (gx, gw) + ((g.sum(axis=0),) if bias else ())
+
+
+def _route_to_first_max(products: np.ndarray, best: np.ndarray, g: np.ndarray,
+                        routed: np.ndarray) -> None:
+    """routed[p] = g where candidate p is the first equal to `best`, else g * 0. The last
+    candidate takes what no earlier one took: where `best` is a candidate, it is then the one;
+    where `best` is NaN (none is), relu's rule has already made g = grad * 0, the same either way."""
+    hit = np.equal(products[0], best)
+    np.multiply(g, hit, out=routed[0])
+    if len(products) == 1:
+        return
+    free = np.logical_not(hit)
+    for p in range(1, len(products) - 1):
+        np.equal(products[p], best, out=hit)
+        hit &= free
+        np.multiply(g, hit, out=routed[p])
+        free ^= hit
+    np.multiply(g, free, out=routed[-1])
+
+
+def plus_bias(rows: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """rows (M, O) + bias (O,), with the rows taken a few at a time: numpy's broadcast loop runs
+    once per row, so for short rows (a few dozen channels) most of its time is the loop's, not
+    the additions'. The same additions, the same values."""
+    m, o = rows.shape
+    for k in (16, 8, 4, 2):
+        if m % k == 0:
+            return (rows.reshape(m // k, k * o) + np.tile(bias, k)).reshape(m, o)
+    return rows + bias
 
 
 def _input_grad(routed: np.ndarray, w: np.ndarray, padded, pool, pads) -> np.ndarray:

@@ -9,7 +9,7 @@ from deepsharp.errors import OpError
 from deepsharp.tensors.primitives import primitive
 
 
-@primitive("embedding")
+@primitive("embedding", fresh=True)
 class Embedding:
     """weight[ids]: ids (int64, any shape) give ids.shape + (width,). The gradient sums into the
     rows taken; the row `padding_index` (when >= 0) gets none, as PyTorch's padding_idx."""

@@ -38,7 +38,7 @@ class MatMul:
         return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
 
 
-@primitive("matmul_add")
+@primitive("matmul_add", fresh=True)
 class MatMulAdd:
     """x @ w + b over the last axis of x (..., k), w (k, m), b (m,): a dense layer's matmul and
     add as one primitive, the bias added in place into the product. A network runs it only when
@@ -50,7 +50,9 @@ class MatMulAdd:
                           f"{w.shape} and {b.shape}")
         y = _rows(x) @ w
         y += b
-        return y.reshape(*x.shape[:-1], w.shape[1]), None
+        # (rows of a matrix: y itself, not a reshaped view of it, which apply would then check
+        # against every input's memory)
+        return (y if x.ndim == 2 else y.reshape(*x.shape[:-1], w.shape[1])), None
 
     def backward(grad, saved, x, w, b):
         g = _rows(grad)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from deepsharp.tensors.ops.activations import _softmax
 from deepsharp.tensors.primitives import primitive
 
 
@@ -63,12 +62,28 @@ class CrossEntropyIdsLoss:
 
     def forward(z, ids):
         shifted = z - z.max(axis=-1, keepdims=True)
-        log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-        picked = np.take_along_axis(log_p, ids[..., None], axis=-1)
-        return np.asarray(-picked.mean(), dtype=z.dtype), None
+        e = np.exp(shifted)
+        total = e.sum(axis=-1, keepdims=True)
+        log_p = shifted - np.log(total)
+        picked = _picked(log_p, ids)
+        # the backward's softmax is e / total (`_softmax`'s arithmetic on the same values)
+        return np.asarray(-picked.mean(), dtype=z.dtype), (e, total)
 
     def backward(grad, saved, z, ids):
         rows = z.size // z.shape[-1]
-        p = _softmax(z, -1)
-        np.put_along_axis(p, ids[..., None], np.take_along_axis(p, ids[..., None], -1) - 1, -1)
+        e, total = saved
+        p = e / total
+        if p.ndim == 2:  # (an index per row: faster than take/put_along_axis, the same values)
+            every = np.arange(len(p))
+            p[every, ids] -= 1
+        else:
+            np.put_along_axis(p, ids[..., None], np.take_along_axis(p, ids[..., None], -1) - 1,
+                              -1)
         return (grad * p / rows).astype(z.dtype), None
+
+
+def _picked(log_p: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """log_p at each row's id."""
+    if log_p.ndim == 2:
+        return log_p[np.arange(len(log_p)), ids]
+    return np.take_along_axis(log_p, ids[..., None], axis=-1)

@@ -44,7 +44,7 @@ def _leading(x: np.ndarray) -> tuple[int, ...]:
     return tuple(range(x.ndim - 1))
 
 
-@primitive("layer_norm")
+@primitive("layer_norm", fresh=True)
 class LayerNorm:
     """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis.
 

@@ -117,18 +117,22 @@ def _gradient_of_outputs(dy: np.ndarray, active) -> np.ndarray | None:
 
 def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> np.ndarray:
     """The gradients of every step's gate pre-activations (steps, batch, 4, H), inside order
-    o, i, f, g, walking the steps back from the last one read."""
+    o, i, f, g, walking the steps back from the last one read. `acts` holds each step's gates
+    gate by gate (steps, 4, batch, H): every gate is one contiguous block, so each elementwise
+    call is one pass over it (numpy runs a slice of rows, (batch, H) of a (batch, 4H), as a loop
+    per row, several times slower at these sizes); the step's four gradients are then put side
+    by side for the product by weight_hh's transpose, in one copy."""
     steps, batch, hidden = cs.shape
-    three = 3 * hidden
     zero = np.zeros((batch, hidden), cs.dtype)
     dgates = np.empty((steps, batch, 4, hidden), cs.dtype)
-    sig = np.empty((batch, three), cs.dtype)
+    local = np.empty((4, batch, hidden), cs.dtype)    # this step's gradients, gate by gate
+    sig = np.empty((3, batch, hidden), cs.dtype)
     cell = np.empty((batch, hidden), cs.dtype)
     tg = np.empty((batch, hidden), cs.dtype)
     compiled = kernel("lstm_step_grad") if active is None else None
     for t in reversed(_order(steps, reverse)):
         a = acts[t]
-        o, i, f, g = a[:, :hidden], a[:, hidden:2 * hidden], a[:, 2 * hidden:three], a[:, three:]
+        o, i, f, g = a
         d = dgates[t]
         if dy_t is not None:
             dh += dy_t[t]
@@ -137,23 +141,24 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
             compiled(a, tcs[t], _previous(cs, t, reverse, zero), dh, dc, d, dc_next)
             dc, dh = dc_next, d.reshape(batch, 4 * hidden) @ w_hh_t
             continue
-        np.multiply(a[:, :three], a[:, :three], out=sig)   # sigmoid' = s - s^2 (o, i, f)
-        np.subtract(a[:, :three], sig, out=sig)
-        np.multiply(dh, tcs[t], out=d[:, 0])
-        d[:, 0] *= sig[:, :hidden]
+        np.multiply(a[:3], a[:3], out=sig)                  # sigmoid' = s - s^2 (o, i, f)
+        np.subtract(a[:3], sig, out=sig)
+        np.multiply(dh, tcs[t], out=local[0])
+        local[0] *= sig[0]
         np.multiply(tcs[t], tcs[t], out=cell)               # dc += dh o (1 - tanh(c)^2)
         np.subtract(1, cell, out=cell)
         cell *= o
         cell *= dh
         dc_total = np.add(dc, cell, out=cell)
-        np.multiply(dc_total, g, out=d[:, 1])
-        d[:, 1] *= sig[:, hidden:2 * hidden]
-        np.multiply(dc_total, _previous(cs, t, reverse, zero), out=d[:, 2])
-        d[:, 2] *= sig[:, 2 * hidden:]
+        np.multiply(dc_total, g, out=local[1])
+        local[1] *= sig[1]
+        np.multiply(dc_total, _previous(cs, t, reverse, zero), out=local[2])
+        local[2] *= sig[2]
         np.multiply(g, g, out=tg)                           # tanh' = 1 - g^2
         np.subtract(1, tg, out=tg)
         tg *= i
-        np.multiply(dc_total, tg, out=d[:, 3])
+        np.multiply(dc_total, tg, out=local[3])
+        np.copyto(d, local.transpose(1, 0, 2))
         back = d.reshape(batch, 4 * hidden) @ w_hh_t
         if active is None:
             dc = dc_total * f
@@ -165,12 +170,11 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
     return dgates
 
 
-@primitive("lstm", outputs=3)
+@primitive("lstm", outputs=3, fresh=True)
 class Lstm:
     def forward(x, weight_ih, weight_hh, bias_ih, bias_hh, lengths=None, *, reverse):
         hidden = _check("lstm", x, weight_ih, weight_hh, bias_ih, bias_hh, 4, lengths)
         batch, steps, _ = x.shape
-        three = 3 * hidden
         w_ih = _halved(_blocks(weight_ih, _LSTM_INSIDE, 4), 3, 4)
         w_hh = _halved(_blocks(weight_hh, _LSTM_INSIDE, 4), 3, 4)
         xt = _time_major(x)
@@ -178,6 +182,7 @@ class Lstm:
         gates += _halved(_blocks(bias_ih + bias_hh, _LSTM_INSIDE, 4), 3, 4)
         active = _active(lengths, steps, x.dtype)
         real = None if active is None else active > 0
+        acts = np.empty((steps, 4, batch, hidden), x.dtype)  # each step's gates, gate by gate
         hs = np.empty((steps, batch, hidden), x.dtype)   # the state after each step
         cs = np.empty((steps, batch, hidden), x.dtype)
         tcs = np.empty((steps, batch, hidden), x.dtype)  # tanh of each step's new cell
@@ -185,24 +190,26 @@ class Lstm:
         c = np.zeros((batch, hidden), x.dtype)
         compiled = kernel("lstm_step_cell")
         for t in _order(steps, reverse):
-            g = gates[t]   # becomes the step's gates: o, i, f (sigmoid) and g (tanh)
+            g = gates[t]   # the step's pre-activations, then their tanh
             g += h @ w_hh
             np.tanh(g, out=g)
+            a = acts[t]    # o, i, f (sigmoid) and g (tanh), gate by gate (see _lstm_through_time)
             c_new = cs[t]
             if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
-                compiled(g, c, c_new)
+                compiled(g, c, a, c_new)
             else:
-                _sigmoid_from_tanh(g[:, :three])
-                np.multiply(g[:, 2 * hidden:three], c, out=c_new)
-                c_new += g[:, hidden:2 * hidden] * g[:, three:]
+                np.copyto(a, g.reshape(batch, 4, hidden).transpose(1, 0, 2))
+                _sigmoid_from_tanh(a[:3])
+                np.multiply(a[2], c, out=c_new)
+                c_new += a[1] * a[3]
             np.tanh(c_new, out=tcs[t])
-            h_new = np.multiply(g[:, :hidden], tcs[t], out=hs[t])
+            h_new = np.multiply(a[0], tcs[t], out=hs[t])
             if real is not None:  # a step beyond the series' length leaves the state as it is
                 np.copyto(h_new, h, where=~real[t])
                 np.copyto(c_new, c, where=~real[t])
             h, c = h_new, c_new
         y = hs.transpose(1, 0, 2) if active is None else (hs * active).transpose(1, 0, 2)
-        saved = (xt, gates, hs, cs, tcs, active)
+        saved = (xt, acts, hs, cs, tcs, active)
         return (y, h.copy(), c.copy()), saved
 
     def backward(grads, saved, x, weight_ih, weight_hh, bias_ih, bias_hh, lengths=None, *,
@@ -272,7 +279,7 @@ def _gru_through_time(rzn, hn, hs, dy_t, active, dh, w_hh_t, reverse):
     return dx_gates, dh_gates
 
 
-@primitive("gru", outputs=2)
+@primitive("gru", outputs=2, fresh=True)
 class Gru:
     """PyTorch's GRU (ONNX's with linear_before_reset=1): r and z from the input's and the state's
     products, n = tanh(x W_in + b_in + r * (h W_hn + b_hn)), h' = (1 - z) n + z h."""

@@ -31,7 +31,7 @@ def _heads(y: np.ndarray, batch: int, steps: int, heads: int) -> list[np.ndarray
     return [y5[:, :, i].transpose(0, 2, 1, 3) for i in range(3)]
 
 
-@primitive("self_attention")
+@primitive("self_attention", fresh=True)
 class SelfAttention:
     def forward(x, wq, wk, wv, bq, bk, bv, key_mask=None, *, heads, scale, causal):
         width = wq.shape[1]
