@@ -12,6 +12,9 @@ from deepsharp.run import current_run
 from deepsharp.tensors import Tensor, apply
 from deepsharp.tensors import keywords as kw
 # the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
+from deepsharp.tensors.api.arithmetic import (  # noqa: F401
+    bmm, erf, isfinite, mm, norm, normalize, reciprocal, round, vector_norm,
+)
 from deepsharp.tensors.api.build import (  # noqa: F401
     arange, full, full_like, ones, ones_like, zeros, zeros_like,
 )
@@ -109,6 +112,12 @@ logical_and = _primitive("logical_and", "a and b, non-zero read as True.")
 logical_or = _primitive("logical_or", "a or b, non-zero read as True.")
 logical_xor = _primitive("logical_xor", "a xor b, non-zero read as True.")
 logical_not = _primitive("logical_not", "not a, non-zero read as True.")
+remainder = _primitive("remainder", "a % b as Python's and PyTorch's (the sign of b).")
+fmod = _primitive("fmod", "C's fmod(a, b) (the sign of a).")
+floor_divide = _primitive("floor_divide", "a // b, rounded down (a zero gradient).")
+floor, ceil, trunc, isnan, isinf = (
+    _primitive(n, f"{n}(x), elementwise.") for n in ("floor", "ceil", "trunc", "isnan", "isinf"))
+fix = trunc
 abs, sign, exp, log, log1p, sqrt, rsqrt, sin, cos = (
     _primitive(n, f"{n}(x), elementwise.") for n in
     ("abs", "sign", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos"))

@@ -29,6 +29,7 @@ PROMOTES: dict[str, tuple[int, ...]] = {
     "maximum": (0, 1), "minimum": (0, 1), "where": (1, 2),
     "equal": (0, 1), "not_equal": (0, 1), "less": (0, 1), "less_equal": (0, 1),
     "greater": (0, 1), "greater_equal": (0, 1),
+    "remainder": (0, 1), "fmod": (0, 1), "floor_divide": (0, 1),
 }
 
 
