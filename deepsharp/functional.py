@@ -78,10 +78,12 @@ def softplus(x: Tensor) -> Tensor:
 def softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim` (the last axis when not given: PyTorch's implicit
     choice, deprecated there, is not followed)."""
+    kw.floating("softmax", x)
     return apply("softmax", x, axis=kw.one_dim("softmax", dim, axis, x.ndim, default=-1))
 
 
 def log_softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    kw.floating("log_softmax", x)
     return apply("log_softmax", x, axis=kw.one_dim("log_softmax", dim, axis, x.ndim, default=-1))
 
 

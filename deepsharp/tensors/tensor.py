@@ -17,7 +17,7 @@ from deepsharp.tensors import keywords, modes
 from deepsharp.tensors.modes import _grad_enabled, _trace_hook
 from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
-from deepsharp.tensors.promotion import PROMOTES, promoted
+from deepsharp.tensors.promotion import FLOATING, PROMOTES, promoted
 from deepsharp.tensors.symint import SymInt, holds_live, live
 from deepsharp.tensors.versions import (
     Version, check_current, saved_outputs, share_views,
@@ -348,6 +348,8 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     tensors = tuple([as_tensor(i, like) for i in inputs])
     if op in PROMOTES:  # PyTorch's promotion (int with float -> the float), not numpy's
         tensors = promoted(op, tensors, _cast)
+    elif op in FLOATING and tensors[0].dtype.kind != "f":  # PyTorch's exp(int64) is float32
+        tensors = (_cast(tensors[0], np.dtype(modes.default_float())),) + tensors[1:]
     hook = _trace_hook.get()
     sized = hook is not None and holds_live(attrs)
     if sized:  # sizes read from symbolic axes: the trace refuses those the op keeps as numbers

@@ -96,6 +96,9 @@ def test_pytorch_and_numpy_keywords_mean_the_same():
     (lambda: Tensor(np.arange(3)) % Tensor(np.array([1, 0, 2])), "remainder: integer division "
                                                                 "by zero"),
     (lambda: Tensor(np.arange(3)) // 0, "floor_divide: integer division by zero"),
+    (lambda: Tensor(np.arange(3)).mean(), "mean: needs a floating-point tensor, received int64"),
+    (lambda: Tensor(np.arange(3)).var(), "var: needs a floating-point tensor"),
+    (lambda: F.softmax(Tensor(np.arange(3)), 0), "softmax: needs a floating-point tensor"),
 ])
 def test_refusals_name_the_offence(call, message):
     with pytest.raises(OpError, match=message):

@@ -117,6 +117,7 @@ CASES = [
     ("isnan-int", lambda i: i.isnan() | i.isinf(), {"i": ("batch", 4)}, B, "Not"),
     ("bmm", lambda x: F.bmm(x.reshape(-1, 2, 2), x.reshape(-1, 2, 2)), X, B, "MatMul"),
     ("mm", lambda x: x.mm(W.T), X, B, "MatMul"),
+    ("exp-of-int", lambda i: i.exp() + i.abs().sqrt(), {"i": ("batch", 4)}, B, "Cast"),
     ("clamp-numbers", lambda x: x.clamp(-0.5, 0.5), X, B, "Clip"),
     ("clamp-min-only", lambda x: x.clamp(min=0.1), X, B, "Clip"),
     ("clip-max-only", lambda x: x.clip(max=0.1), X, B, "Clip"),

@@ -328,4 +328,10 @@ CASES: list[P] = [
     P("mm", "torch.mm", [N(3, 4), N(4, 5)]),
     P("mm-method", "x.mm", [N(2, 3), N(3, 2)], op="mm"),
     P("bmm", "torch.bmm", [N(2, 3, 4), N(2, 4, 5)]),
+    # float functions of integers and bools: the default float type, as PyTorch's
+    P("exp-int", "torch.exp", [Int(-2, 3, 4)], op="exp"),
+    P("exp-bool", "x.exp", [Bool(4)], op="exp"),
+    P("sqrt-int", "x.sqrt", [Int(0, 5, 4)], op="sqrt"),
+    P("sin-int", "torch.sin", [Int(-3, 3, 4)], op="sin"),
+    P("logsumexp-int", "x.logsumexp", [Int(-2, 3, 3, 4)], (I(0), 1), op="logsumexp"),
 ]

@@ -10,7 +10,6 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords as kw
-from deepsharp.tensors import modes
 from deepsharp.tensors.tensor import Tensor, apply
 
 
@@ -24,8 +23,8 @@ def round(x: Tensor, decimals: Any = 0) -> Tensor:
 
 
 def erf(x: Tensor) -> Tensor:
-    """erf(x); an integer tensor is read as the default float type (PyTorch's)."""
-    return apply("erf", _floating(x))
+    """erf(x); an integer tensor is read as the default float type (PyTorch's: promotion.FLOATING)."""
+    return apply("erf", x)
 
 
 def isfinite(x: Tensor) -> Tensor:
@@ -35,7 +34,7 @@ def isfinite(x: Tensor) -> Tensor:
 
 def reciprocal(x: Tensor) -> Tensor:
     """1 / x; an integer tensor gives the default float type (PyTorch's)."""
-    return apply("div", 1.0, _floating(x))
+    return apply("div", 1.0, x)
 
 
 def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: Any = None, dtype: Any = None, *,
@@ -45,9 +44,7 @@ def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: Any = None, dtype:
     matrix norm "nuc") are refused by name. The gradient at a zero norm is zero, as PyTorch's."""
     if dtype is not None:
         x = x.to(dtype)
-    if x.dtype.kind != "f":
-        raise OpError(f"{op}: needs a floating-point tensor, received {x.dtype} (PyTorch "
-                      f"refuses it too); convert it with .float()")
+    kw.floating(op, x)
     axes = kw.dims(op, dim, axis, x.ndim)
     keep = int(kw.keep(op, keepdim, keepdims))
     order = _order(op, p, axes)
@@ -99,6 +96,3 @@ def _product(op: str, rank: int, a: Tensor, b: Tensor) -> Tensor:
         raise OpError(f"{op}: needs two {rank}-d tensors, received {shapes[0]} and {shapes[1]}")
     return apply("matmul", a, b)
 
-
-def _floating(x: Tensor) -> Tensor:
-    return x if x.dtype.kind == "f" else x.astype(modes.default_float())
