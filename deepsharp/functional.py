@@ -13,7 +13,7 @@ from deepsharp.tensors import Tensor, apply
 from deepsharp.tensors import keywords as kw
 # the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
 from deepsharp.tensors.api.arithmetic import (  # noqa: F401
-    bmm, erf, isfinite, mm, norm, normalize, reciprocal, round, vector_norm,
+    add, bmm, div, erf, isfinite, mm, norm, normalize, reciprocal, round, sub, vector_norm,
 )
 from deepsharp.tensors.api.build import (  # noqa: F401
     arange, full, full_like, ones, ones_like, zeros, zeros_like,
@@ -120,6 +120,13 @@ floor_divide = _primitive("floor_divide", "a // b, rounded down (a zero gradient
 floor, ceil, trunc, isnan, isinf = (
     _primitive(n, f"{n}(x), elementwise.") for n in ("floor", "ceil", "trunc", "isnan", "isinf"))
 fix = trunc
+mul = multiply = _primitive("mul", "a * b.")
+neg = negative = _primitive("neg", "-a.")
+subtract, divide = sub, div
+
+
+def square(x: Tensor) -> Tensor:
+    return x * x
 abs, sign, exp, log, log1p, sqrt, rsqrt, sin, cos = (
     _primitive(n, f"{n}(x), elementwise.") for n in
     ("abs", "sign", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos"))

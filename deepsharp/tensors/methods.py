@@ -133,6 +133,15 @@ class TensorMethods:
     def maximum(self, other): return _apply("maximum", self, other)
     def minimum(self, other): return _apply("minimum", self, other)
 
+    def add(self, other, *, alpha=1): return api.arithmetic.add(self, other, alpha)
+    def sub(self, other, *, alpha=1): return api.arithmetic.sub(self, other, alpha)
+    def mul(self, other): return _apply("mul", self, other)
+    def div(self, other, *, rounding_mode=None):
+        return api.arithmetic.div(self, other, rounding_mode)
+    subtract, multiply, divide, true_divide = sub, mul, div, div
+    def neg(self): return _apply("neg", self)
+    negative = neg
+    def square(self): return _apply("mul", self, self)
     def floor(self): return _apply("floor", self)
     def ceil(self): return _apply("ceil", self)
     def trunc(self): return _apply("trunc", self)

@@ -36,6 +36,16 @@ def _away(y):
     return F.where(y < 0, y - 0.5, y + 0.5)
 
 
+def _twins(x):
+    """Written as PyTorch code writes it: in place on an intermediate."""
+    y = x * 2.0
+    y.masked_fill_(y < -1.0, 0.0)
+    y.relu_()
+    y.clamp_(max=1.5)
+    y.add_(x, alpha=0.5)
+    return y
+
+
 def inputs_by_name(name: str, shape: tuple[int, ...], generator: np.random.Generator) -> np.ndarray:
     """i, j: int64 -4..4; ids: int64 0..9; pos: int64 0..3 (positions in an axis of 4);
     flag, mask: bool; p: positive float32; else normal float32."""
@@ -117,6 +127,10 @@ CASES = [
     ("isnan-int", lambda i: i.isnan() | i.isinf(), {"i": ("batch", 4)}, B, "Not"),
     ("bmm", lambda x: F.bmm(x.reshape(-1, 2, 2), x.reshape(-1, 2, 2)), X, B, "MatMul"),
     ("mm", lambda x: x.mm(W.T), X, B, "MatMul"),
+    ("in-place-twins", lambda x: _twins(x), X, B, "Where"),
+    ("div-rounding-modes", lambda x, y: x.div(_away(y), rounding_mode="trunc")
+     + F.div(x, _away(y), rounding_mode="floor") + x.add(y, alpha=2).sub(y).mul(y).square(),
+     XY, B, "Mod"),
     ("exp-of-int", lambda i: i.exp() + i.abs().sqrt(), {"i": ("batch", 4)}, B, "Cast"),
     ("clamp-numbers", lambda x: x.clamp(-0.5, 0.5), X, B, "Clip"),
     ("clamp-min-only", lambda x: x.clamp(min=0.1), X, B, "Clip"),

@@ -10,7 +10,46 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords as kw
-from deepsharp.tensors.tensor import Tensor, apply
+from deepsharp.tensors.tensor import Tensor, apply, as_tensor
+
+
+def add(x: Any, other: Any, alpha: Any = 1) -> Tensor:
+    """x + alpha * other (PyTorch's add)."""
+    return apply("add", x, other if _is_one(alpha) else apply("mul", other, alpha))
+
+
+def sub(x: Any, other: Any, alpha: Any = 1) -> Tensor:
+    """x - alpha * other (PyTorch's sub)."""
+    return apply("sub", x, other if _is_one(alpha) else apply("mul", other, alpha))
+
+
+def _is_one(alpha: Any) -> bool:
+    return not isinstance(alpha, Tensor) and alpha == 1
+
+
+def div(x: Any, other: Any, rounding_mode: Any = None) -> Tensor:
+    """x / other; rounding_mode "floor" is floor_divide (`//`), "trunc" the quotient truncated
+    (PyTorch's; integers stay integers in both)."""
+    if rounding_mode is None:
+        return apply("div", x, other)
+    if rounding_mode == "floor":
+        return apply("floor_divide", x, other)
+    if rounding_mode == "trunc":
+        return _trunc_divide(x, other)
+    raise OpError(f"div: rounding_mode must be None, 'trunc' or 'floor', received "
+                  f"{rounding_mode!r}")
+
+
+def _trunc_divide(x: Any, other: Any) -> Tensor:
+    """Floats: trunc(x / other). Integers: the floored quotient, one more where the division
+    was inexact and the quotient negative (so integers stay integers, as PyTorch's)."""
+    if any(as_tensor(t).dtype.kind == "f" for t in (x, other)):
+        return apply("trunc", apply("div", x, other))
+    floored = apply("floor_divide", x, other)
+    inexact = apply("not_equal", apply("remainder", x, other), 0)
+    negative = apply("less", apply("div", x, other), 0)
+    return apply("where", apply("logical_and", inexact, negative), apply("add", floored, 1),
+                 floored)
 
 
 def round(x: Tensor, decimals: Any = 0) -> Tensor:
