@@ -24,6 +24,7 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "mlp": (MeanSquaredError(), None),
     "mlp_softmax": (CrossEntropy(), None),
     "mlp_dropout": (BinaryCrossEntropy(), None),
+    "mlp_gelu_tanh": (MeanSquaredError(), None),
     "layer_norm": (MeanSquaredError(), None),
     "cnn": (CrossEntropy(), None),
     "cnn_view": (MeanSquaredError(), None),
