@@ -13,7 +13,8 @@ from deepsharp.tensors import Tensor, apply
 from deepsharp.tensors import keywords as kw
 # the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
 from deepsharp.tensors.api.arithmetic import (  # noqa: F401
-    add, bmm, div, erf, isfinite, mm, norm, normalize, reciprocal, round, sub, vector_norm,
+    add, addmm, bmm, div, dot, erf, isfinite, lerp, mm, nan_to_num, norm, normalize, reciprocal,
+    round, sub, vector_norm,
 )
 from deepsharp.tensors.api.build import (  # noqa: F401
     arange, full, full_like, ones, ones_like, zeros, zeros_like,
@@ -21,7 +22,7 @@ from deepsharp.tensors.api.build import (  # noqa: F401
 from deepsharp.tensors.api.einsum import einsum  # noqa: F401
 from deepsharp.tensors.api.elementwise import clamp  # noqa: F401
 from deepsharp.tensors.api.join import (  # noqa: F401
-    cat, chunk, concat, concatenate, repeat_interleave, split, stack, tile, unbind,
+    cat, chunk, concat, concatenate, repeat_interleave, roll, split, stack, tile, unbind,
 )
 from deepsharp.tensors.api.reduce import (  # noqa: F401
     all, amax, amin, any, argmax, argmin, cumprod, cumsum, logsumexp, max, mean, min, prod,
@@ -120,6 +121,10 @@ floor_divide = _primitive("floor_divide", "a // b, rounded down (a zero gradient
 floor, ceil, trunc, isnan, isinf = (
     _primitive(n, f"{n}(x), elementwise.") for n in ("floor", "ceil", "trunc", "isnan", "isinf"))
 fix = trunc
+tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh = (
+    _primitive(n, f"{n}(x), elementwise.") for n in
+    ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"))
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
 mul = multiply = _primitive("mul", "a * b.")
 neg = negative = _primitive("neg", "-a.")
 subtract, divide = sub, div

@@ -142,6 +142,16 @@ class TensorMethods:
     def neg(self): return _apply("neg", self)
     negative = neg
     def square(self): return _apply("mul", self, self)
+    def tan(self): return _apply("tan", self)
+    def asin(self): return _apply("asin", self)
+    def acos(self): return _apply("acos", self)
+    def atan(self): return _apply("atan", self)
+    def sinh(self): return _apply("sinh", self)
+    def cosh(self): return _apply("cosh", self)
+    def asinh(self): return _apply("asinh", self)
+    def acosh(self): return _apply("acosh", self)
+    def atanh(self): return _apply("atanh", self)
+    arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
     def floor(self): return _apply("floor", self)
     def ceil(self): return _apply("ceil", self)
     def trunc(self): return _apply("trunc", self)
@@ -183,6 +193,13 @@ class TensorMethods:
 
     def matmul(self, other): return _apply("matmul", self, other)
     def mm(self, other): return api.arithmetic.mm(self, other)
+    def dot(self, other): return api.arithmetic.dot(self, other)
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        return api.arithmetic.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+    def lerp(self, end, weight): return api.arithmetic.lerp(self, end, weight)
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        return api.arithmetic.nan_to_num(self, nan, posinf, neginf)
+    def roll(self, shifts, dims=None): return api.join.roll(self, shifts, dims)
     def bmm(self, other): return api.arithmetic.bmm(self, other)
 
     # -- reductions and scans ---------------------------------------------------------------

@@ -36,7 +36,8 @@ PROMOTES: dict[str, tuple[int, ...]] = {
 # functions whose result is a float: an integer or bool operand is read as the default float type
 # first (PyTorch's exp(int64) is float32; numpy's float64, and float16 for a bool)
 FLOATING = frozenset({"exp", "log", "sqrt", "rsqrt", "log1p", "sin", "cos", "sigmoid", "tanh",
-                      "erf", "logsumexp"})
+                      "erf", "logsumexp", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+                      "acosh", "atanh"})
 
 
 def result_dtype(op: str, dtypes: Sequence[np.dtype], ranks: Sequence[int]) -> np.dtype | None:

@@ -326,7 +326,8 @@ class Tensor(TensorMethods):
 # tensor (inplace.rewrite), with the function's values and gradients
 IN_PLACE = ("clamp", "clip", "masked_fill", "relu", "sigmoid", "tanh", "exp", "log", "sqrt",
             "abs", "neg", "pow", "add", "sub", "mul", "div", "square", "floor", "ceil", "round", "trunc", "sign", "remainder", "fmod",
-            "reciprocal", "sin", "cos", "rsqrt", "log1p", "erf")
+            "reciprocal", "sin", "cos", "rsqrt", "log1p", "erf", "tan", "asin", "acos", "atan",
+            "sinh", "cosh", "asinh", "acosh", "atanh", "lerp", "nan_to_num", "addmm")
 
 
 def _in_place_twin(name: str):

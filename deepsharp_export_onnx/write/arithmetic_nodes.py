@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.tracing import dims
+from deepsharp.tracing.symbols import Sym
 from deepsharp_export_onnx.write.nodes import Emit, writes_primitive
-from deepsharp_export_onnx.write.vocabulary_nodes import _reduce_node, dtype_of
+from deepsharp_export_onnx.write.vocabulary_nodes import _reduce_node, axis_size, dtype_of
 
 _ROUND_NODES = {"floor": "Floor", "ceil": "Ceil", "round": "Round"}
 
@@ -102,6 +103,33 @@ def _floor_divide(emit, inputs, attrs, ranks):
                  suffix="rounded")
     by_zero = emit("Equal", [b, _zero(emit, "zero")], suffix="b_is_zero")
     return emit("Where", [by_zero, emit("Div", [a, b], suffix="quotient"), floor])
+
+
+for _name in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"):
+    writes_primitive(_name, dims=dims.elementwise)(
+        lambda emit, inputs, attrs, ranks, op=_name.capitalize(): emit(op, [inputs[0]]))
+
+
+@writes_primitive("roll", dims=dims.elementwise)
+def _roll(emit, inputs, attrs, ranks):
+    """The axis's n places from n - s (s > 0) or from -s (s < 0) of Concat(x, x), n read at run
+    time when the axis is symbolic, so the graph rolls by s places at any size. (x[-s:] and
+    x[:-s] joined would do too, but ONNX Runtime's shape inference gives such a part of a
+    symbolic axis the whole axis's symbol, and its planner then shares buffers of other sizes.)"""
+    shift, axis = int(attrs["shift"]), int(attrs["axis"])
+    x = inputs[0]
+    doubled = emit("Concat", [x, x], {"axis": axis}, suffix="doubled")
+    known = emit.dims(0)
+    if known is not None and not isinstance(known[axis], Sym):
+        n = int(known[axis])
+        begin = n - shift if shift > 0 else -shift
+        bounds = [emit.constant("starts", [begin]), emit.constant("ends", [begin + n])]
+    else:
+        n = axis_size(emit, x, 0, axis, ranks[0])
+        begin = (emit("Sub", [n, emit.constant("shift", [shift])], suffix="starts") if shift > 0
+                 else emit.constant("starts", [-shift]))
+        bounds = [begin, emit("Add", [begin, n], suffix="ends")]
+    return emit("Slice", [doubled, *bounds, emit.constant("axes", [axis])])
 
 
 @writes_primitive("erf", dims=dims.elementwise)

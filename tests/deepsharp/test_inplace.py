@@ -391,7 +391,9 @@ from deepsharp.tensors.tensor import IN_PLACE  # noqa: E402
 MASK = normal(3, 4) > 0.3
 ARGS = {"clamp": (-0.5, 0.8), "clip": (None, 0.9), "masked_fill": (MASK, 0.25), "pow": (1.5,),
         "remainder": (0.7,), "fmod": (0.7,), "add": (normal(4),), "sub": (normal(3, 1),),
-        "mul": (normal(4),), "div": (np.abs(normal(4)) + 0.5,)}
+        "mul": (normal(4),), "div": (np.abs(normal(4)) + 0.5,), "lerp": (normal(3, 4), 0.3),
+        "addmm": (Tensor(normal(3, 5)), Tensor(normal(5, 4))), "acosh": (), "asin": (), "acos": (), "atanh": ()}
+INSIDE_ONE = ("asin", "acos", "atanh")       # taken on x / 3 (inside -1..1); acosh on x + 1
 
 
 @pytest.mark.parametrize("name", IN_PLACE)
@@ -399,11 +401,12 @@ def test_each_in_place_twin_has_its_functions_values_and_gradients(name):
     """The twin writes into the tensor what the function returns, and trains as it does (the
     functions are held to PyTorch in test_tensor_parity.py)."""
     x = leaf(np.abs(normal(3, 4)) + 0.3)      # positive: log, sqrt, rsqrt take it
+    scale, offset = (1 / 3, 0.0) if name in INSIDE_ONE else (1.0, 1.0 if name == "acosh" else 0.0)
     weights = normal(3, 4)
-    expected = getattr(x * 1.0, name)(*ARGS.get(name, ()))
+    expected = getattr(x * scale + offset, name)(*ARGS.get(name, ()))
     (expected * weights).sum().backward()
     expected_grad, x.grad = x.grad, None
-    y = x * 1.0
+    y = x * scale + offset
     assert getattr(y, f"{name}_")(*ARGS.get(name, ())) is y
     np.testing.assert_array_equal(y.numpy(), expected.numpy())
     (y * weights).sum().backward()

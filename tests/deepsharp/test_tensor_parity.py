@@ -60,7 +60,10 @@ def test_values_and_gradients_match_pytorch(case):
             assert_close(grad, FIXTURE[f"{case.id}/grad{k}"], 1e-5, f"{case.id}, gradient {k}")
 
 
-DIFFERENTIABLE = [c for c in CASES if any(k.startswith(f"{c.id}/up") for k in FIXTURE.files)]
+# (not where an input holds NaN or inf: finite differences cannot step through them; those
+# cases' gradients are held to PyTorch's above)
+DIFFERENTIABLE = [c for c in CASES if any(k.startswith(f"{c.id}/up") for k in FIXTURE.files)
+                  and all(i.kind != "special" for i in c.inputs)]
 
 
 @pytest.mark.parametrize("case", DIFFERENTIABLE, ids=[c.id for c in DIFFERENTIABLE])

@@ -128,6 +128,14 @@ CASES = [
     ("bmm", lambda x: F.bmm(x.reshape(-1, 2, 2), x.reshape(-1, 2, 2)), X, B, "MatMul"),
     ("mm", lambda x: x.mm(W.T), X, B, "MatMul"),
     ("in-place-twins", lambda x: _twins(x), X, B, "Where"),
+    ("trigonometric", lambda x: (x * 0.5).tan() + (x * 0.3).tanh().asin() + x.tanh().acos() * 0.1
+     + x.atan() + x.sinh() + x.cosh() + x.asinh() + (x.abs() + 1.1).acosh()
+     + (x.tanh() * 0.9).atanh(), X, B, "Atanh"),
+    ("roll-symbolic-axis", lambda x: x.roll(2, 1) + x.roll(-1, 1) * 2, XS, BT, "Concat"),
+    ("roll-batch", lambda x: x.roll(1, 0), X, B, "Concat"),
+    ("dot-addmm-lerp", lambda x, y: F.addmm(y, x, W.T[:, :4], beta=0.5) + x.lerp(y, 0.7)
+     + x.lerp(y, x.sigmoid()) + F.dot(x[0], y[0]), XY, B, "MatMul"),
+    ("nan-to-num", lambda x: (x.log() * 1e30 * x.exp()).nan_to_num(), X, B, "IsNaN"),
     ("div-rounding-modes", lambda x, y: x.div(_away(y), rounding_mode="trunc")
      + F.div(x, _away(y), rounding_mode="floor") + x.add(y, alpha=2).sub(y).mul(y).square(),
      XY, B, "Mod"),

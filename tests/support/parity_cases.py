@@ -47,6 +47,8 @@ class Input:
             return values.reshape(self.shape).astype(np.float32)
         if self.kind == "int":
             return rng.integers(self.low, self.high, self.shape).astype(np.int64)
+        if self.kind == "uniform":
+            return rng.uniform(self.low, self.high, self.shape).astype(np.float32)
         if self.kind == "special":  # normal values, some of them NaN, inf or -inf
             values = rng.standard_normal(self.shape).astype(np.float32)
             picks = rng.integers(0, 5, self.shape)
@@ -56,7 +58,7 @@ class Input:
 
     @property
     def is_float(self) -> bool:
-        return self.kind in ("normal", "positive", "distinct", "special")
+        return self.kind in ("normal", "positive", "distinct", "special", "uniform")
 
 
 def N(*shape: int) -> Input:
@@ -77,6 +79,11 @@ def Int(low: int, high: int, *shape: int) -> Input:
 
 def Bool(*shape: int) -> Input:
     return Input("bool", shape)
+
+
+def U(low: float, high: float, *shape: int) -> Input:
+    """Float32 uniform in [low, high) (inside a function's domain)."""
+    return Input("uniform", shape, low, high)  # type: ignore[arg-type]
 
 
 def S(*shape: int) -> Input:
@@ -350,6 +357,31 @@ CASES: list[P] = [
     P("negative", "torch.negative", [N(3, 4)]),
     P("square", "x.square", [N(3, 4)]),
     P("square-int", "torch.square", [Int(-3, 3, 4)], op="square"),
+    # trigonometric and hyperbolic functions, and compositions PyTorch has by name
+    P("tan", "x.tan", [N(3, 4)]),
+    P("asin", "torch.asin", [U(-0.95, 0.95, 3, 4)]),
+    P("acos", "x.acos", [U(-0.95, 0.95, 3, 4)]),
+    P("atan", "torch.atan", [N(3, 4)]),
+    P("arctan", "x.arctan", [N(3, 4)]),
+    P("sinh", "x.sinh", [N(3, 4)]),
+    P("cosh", "torch.cosh", [N(3, 4)]),
+    P("asinh", "x.asinh", [N(3, 4)]),
+    P("acosh", "torch.acosh", [U(1.1, 3.0, 3, 4)]),
+    P("atanh", "x.atanh", [U(-0.95, 0.95, 3, 4)]),
+    P("tan-int", "torch.tan", [Int(-3, 3, 4)], op="tan"),
+    P("roll", "x.roll", [N(3, 4)], (I(0), 1, 1)),
+    P("roll-negative", "torch.roll", [N(3, 4)], (I(0), -2, 0), op="roll"),
+    P("roll-two-dims", "x.roll", [N(2, 3, 4)], (I(0), (1, -5), (0, 2)), op="roll"),
+    P("roll-flat", "x.roll", [N(3, 4)], (I(0), 5), op="roll"),
+    P("dot", "torch.dot", [N(5), N(5)]),
+    P("addmm", "torch.addmm", [N(3, 5), N(3, 4), N(4, 5)]),
+    P("addmm-scaled", "x.addmm", [N(5), N(3, 4), N(4, 5)], (I(0), I(1), I(2)),
+      {"beta": 0.5, "alpha": 2.0}, op="addmm"),
+    P("lerp", "torch.lerp", [N(3, 4), N(3, 4)], (I(0), I(1), 0.3)),
+    P("lerp-tensor-weight", "x.lerp", [N(3, 4), N(4), N(3, 4)], op="lerp"),
+    P("nan-to-num", "torch.nan_to_num", [S(3, 4)]),
+    P("nan-to-num-given", "x.nan_to_num", [S(3, 4)], (I(0), 1.5, 100.0, -100.0),
+      op="nan_to_num"),
     # float functions of integers and bools: the default float type, as PyTorch's
     P("exp-int", "torch.exp", [Int(-2, 3, 4)], op="exp"),
     P("exp-bool", "x.exp", [Bool(4)], op="exp"),

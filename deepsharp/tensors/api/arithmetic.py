@@ -135,3 +135,47 @@ def _product(op: str, rank: int, a: Tensor, b: Tensor) -> Tensor:
         raise OpError(f"{op}: needs two {rank}-d tensors, received {shapes[0]} and {shapes[1]}")
     return apply("matmul", a, b)
 
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    """The inner product of two 1-d tensors of one length (torch.dot)."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.ndim != 1 or b.ndim != 1 \
+            or a._data.shape != b._data.shape:
+        shapes = [tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__ for t in (a, b)]
+        raise OpError(f"dot: needs two 1-d tensors of one length, received {shapes[0]} and "
+                      f"{shapes[1]}")
+    return apply("sum", apply("mul", a, b), axes=(0,), keepdims=0)
+
+
+def addmm(x: Any, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """beta * x + alpha * (a @ b), a and b matrices (torch.addmm); beta 0 ignores x, NaN
+    included, as PyTorch's."""
+    product = mm(a, b)
+    if not _is_one(alpha):
+        product = apply("mul", product, alpha)
+    if not isinstance(beta, Tensor) and beta == 0:
+        return product
+    return apply("add", x if _is_one(beta) else apply("mul", x, beta), product)
+
+
+def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
+    """start + weight * (end - start), by PyTorch's two formulas (from the nearer end: for
+    |weight| < 0.5 from start, else end - (end - start) * (1 - weight))."""
+    span = apply("sub", end, start)
+    near_start = apply("add", start, apply("mul", weight, span))
+    near_end = apply("sub", end, apply("mul", span, apply("sub", 1.0, weight)))
+    small = apply("less", apply("abs", as_tensor(weight, like=start._data)), 0.5)
+    return apply("where", small, near_start, near_end)
+
+
+def nan_to_num(x: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Tensor:
+    """NaN, inf and -inf replaced (by 0, and the type's largest and lowest finite values unless
+    given); the gradient reaches the finite entries only, as PyTorch's. Integers are copied."""
+    if x.dtype.kind != "f":
+        return apply("copy", x)
+    info = np.finfo(x.dtype)
+    high = info.max if posinf is None else posinf
+    low = info.min if neginf is None else neginf
+    y = apply("where", apply("isnan", x), float(nan), x)
+    y = apply("where", apply("equal", x, math.inf), float(high), y)
+    return apply("where", apply("equal", x, -math.inf), float(low), y)

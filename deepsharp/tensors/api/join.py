@@ -149,3 +149,37 @@ def repeat_interleave(x: Tensor, repeats: Any, dim: Any = None, *, axis: Any = N
                       f"non-negative integers (one per entry of dim {at}), received {repeats!r}")
     index = Tensor(np.repeat(np.arange(size), counts))
     return apply("gather", x, index, axis=at)
+
+
+def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """PyTorch's roll: the entries move `shifts` places along `dims`, wrapping round (without
+    dims, over the flattened values, then the shape back). A graph rolls by the same number of
+    places at any size; a shift as large as a symbolic axis is refused (the graph would keep its
+    remainder at the traced size)."""
+    if dims is None:
+        shift = shifts[0] if isinstance(shifts, (tuple, list)) and len(shifts) == 1 else shifts
+        if isinstance(shift, (tuple, list)):
+            raise OpError(f"roll: several shifts {tuple(shift)} need as many dims")
+        return roll(x.reshape(-1), shift, 0).reshape(x.shape)
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(shifts) != len(dims):
+        raise OpError(f"roll: {len(shifts)} shifts for {len(dims)} dims; give one shift per dim")
+    for shift, dim in zip(shifts, dims):
+        if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)):
+            raise OpError(f"roll: shifts must be integers, received {shift!r}")
+        x = _roll_one(x, int(shift), kw.axis("roll", dim, x.ndim))
+    return x
+
+
+def _roll_one(x: Tensor, shift: int, axis: int) -> Tensor:
+    size = x._data.shape[axis]
+    if size and abs(shift) >= size:
+        if isinstance(x.shape[axis], SymInt):
+            raise OpError(f"roll: a shift of {shift} over axis {axis}, whose size is symbolic "
+                          f"({size} when traced), would be kept as {shift % size} at every size; "
+                          f"give a shift smaller than the axis")
+        shift %= size
+    if not size or shift == 0:
+        return apply("copy", x)
+    return apply("roll", x, shift=shift, axis=axis)

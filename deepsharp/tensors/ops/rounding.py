@@ -11,6 +11,8 @@
 - norm over axes, p 1 or 2 (`api.reduce.norm` builds the others): the gradient at a zero norm
   is zero, as PyTorch's.
 - isnan, isinf: bool results, no gradient; an integer is neither.
+- roll along one axis.
+- tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh: numpy's, with their derivatives.
 """
 
 from __future__ import annotations
@@ -117,3 +119,46 @@ class IsNan:
 class IsInf:
     def forward(a):
         return (np.isinf(a) if a.dtype.kind == "f" else np.zeros(a.shape, bool)), None
+
+
+@primitive("roll")
+class Roll:
+    """The entries moved `shift` places along `axis`, wrapping round (numpy's and PyTorch's
+    roll, |shift| below the axis's size: api.join.roll reduces it); the gradient rolls back."""
+
+    def forward(a, *, shift, axis):
+        return np.roll(a, shift, axis), None
+
+    def backward(grad, saved, a, *, shift, axis):
+        return (np.roll(grad, -shift, axis),)
+
+
+# -- the rest of numpy's (and ONNX's) trigonometric and hyperbolic functions ---------------------
+# name: (forward, the derivative from the input a and the result y)
+TRIGONOMETRIC = {
+    "tan": (np.tan, lambda a, y: 1 + y * y),
+    "asin": (np.arcsin, lambda a, y: 1 / np.sqrt(1 - a * a)),
+    "acos": (np.arccos, lambda a, y: -1 / np.sqrt(1 - a * a)),
+    "atan": (np.arctan, lambda a, y: 1 / (1 + a * a)),
+    "sinh": (np.sinh, lambda a, y: np.cosh(a)),
+    "cosh": (np.cosh, lambda a, y: np.sinh(a)),
+    "asinh": (np.arcsinh, lambda a, y: 1 / np.sqrt(a * a + 1)),
+    "acosh": (np.arccosh, lambda a, y: 1 / np.sqrt(a * a - 1)),
+    "atanh": (np.arctanh, lambda a, y: 1 / (1 - a * a)),
+}
+
+
+def _trigonometric(fn, derivative):
+    class Trigonometric:
+        def forward(a):
+            y = fn(a)
+            return y, y
+
+        def backward(grad, y, a):
+            return (grad * derivative(a, y).astype(a.dtype),)
+
+    return Trigonometric
+
+
+for _name, (_fn, _derivative) in TRIGONOMETRIC.items():
+    primitive(_name)(_trigonometric(_fn, _derivative))
