@@ -29,6 +29,7 @@ from deepsharp.errors import OpError
 from deepsharp.tensors.ops.windows import (
     _FEW_CHANNELS, crop_places, offset_slices, offsets, output_lengths, pad_places, windows,
 )
+from deepsharp.tensors.ops import winograd
 from deepsharp.tensors.ops.conv import _input_grad as conv_input_grad
 from deepsharp.tensors.primitives import needs_input_grad, primitive
 
@@ -75,9 +76,15 @@ class ConvReluMaxPool:
     def forward(x, w, *bias, pads, pool):
         kernel, pooled = _geometry(x, w, pads, pool)
         xp = pad_places(x, pads)
-        cols = _pool_ordered_cols(xp, kernel, pool, pooled)            # (P, M, K)
-        products = (cols.reshape(-1, cols.shape[-1]) @ w.reshape(-1, w.shape[-1])).reshape(
-            cols.shape[0], cols.shape[1], w.shape[-1])                  # (P, M, O)
+        if winograd.usable(xp, w, pool):
+            u = winograd.kernel_transform(w)
+            v = winograd.input_transform(xp, pooled)                    # (16, tiles, C)
+            products = winograd.output_transform(np.matmul(v, u))        # (4, tiles, O)
+            cols = (v, u, pooled)
+        else:
+            cols = _pool_ordered_cols(xp, kernel, pool, pooled)         # (P, M, K)
+            products = (cols.reshape(-1, cols.shape[-1]) @ w.reshape(-1, w.shape[-1])).reshape(
+                cols.shape[0], cols.shape[1], w.shape[-1])              # (P, M, O)
         best = products[0].copy() if len(products) == 1 else np.maximum(products[0], products[1])
         for block in products[2:]:
             np.maximum(best, block, out=best)
@@ -98,9 +105,16 @@ class ConvReluMaxPool:
             compiled(products, best, g, routed)
         else:
             _route_to_first_max(products, best, g, routed)
-        flat = routed.reshape(-1, out_channels)
-        gw = (cols.reshape(-1, cols.shape[-1]).T @ flat).reshape(w.shape)
-        gx = _input_grad(routed, w, padded, pool, pads) if needs_input_grad(0) else None
+        if isinstance(cols, tuple):  # the Winograd path's transforms (v, u, tiles)
+            v, u, tiles = cols
+            dm = winograd.output_grad(routed)
+            gw = winograd.weight_grad(v, dm, w.shape)
+            gx = (crop_places(winograd.input_grad(dm, u, padded, tiles), pads)
+                  if needs_input_grad(0) else None)
+        else:
+            flat = routed.reshape(-1, out_channels)
+            gw = (cols.reshape(-1, cols.shape[-1]).T @ flat).reshape(w.shape)
+            gx = _input_grad(routed, w, padded, pool, pads) if needs_input_grad(0) else None
         return (gx, gw) + ((g.sum(axis=0),) if bias else ())
 
 
