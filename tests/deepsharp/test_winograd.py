@@ -47,8 +47,8 @@ def _case(shape, out_channels, seed, scale=1.0):
 
 @pytest.mark.parametrize("shape, out_channels, pads", [
     ((3, 13, 13, 32), 64, (0, 0, 0, 0)),   # the benchmark CNN's second block: floor mode
-    ((2, 10, 9, 16), 5, (1, 1, 1, 1)),     # a border, odd width
-    ((2, 8, 12, 20), 7, (0, 1, 1, 0)),     # uneven pads
+    ((2, 10, 9, 24), 5, (1, 1, 1, 1)),     # a border, odd width
+    ((2, 8, 12, 30), 7, (0, 1, 1, 0)),     # uneven pads
 ])
 def test_winograd_matches_the_direct_path(monkeypatch, counted, shape, out_channels, pads):
     x, w, b = _case(shape, out_channels, sum(shape))
@@ -82,7 +82,7 @@ def test_winograd_error_against_a_float64_convolution(counted, scale):
 def test_winograd_gradients_agree_with_float64_finite_differences(monkeypatch, counted):
     monkeypatch.setattr(winograd, "DTYPES", (np.dtype(np.float64),))
     generator = np.random.default_rng(3)
-    arrays = [generator.standard_normal((2, 7, 8, 16)), generator.standard_normal((3, 3, 16, 3)),
+    arrays = [generator.standard_normal((2, 7, 8, 24)), generator.standard_normal((3, 3, 24, 3)),
               generator.standard_normal(3)]
 
     def block(x, w, b):
@@ -96,8 +96,8 @@ def test_winograd_gradients_agree_with_float64_finite_differences(monkeypatch, c
 def test_winograd_ties_go_to_the_first_candidate(monkeypatch, counted):
     """A constant image makes the four candidates of a tile bit-equal (B^T d B keeps one term),
     so ties route to the first in row-major order, as the direct path routes them."""
-    x = np.ones((2, 8, 8, 16), np.float32)
-    w = np.random.default_rng(0).standard_normal((3, 3, 16, 4)).astype(np.float32)
+    x = np.ones((2, 8, 8, 24), np.float32)
+    w = np.random.default_rng(0).standard_normal((3, 3, 24, 4)).astype(np.float32)
     b = np.array([1.0, -1.0, 0.5, 2.0], np.float32)
     grad = np.random.default_rng(1).standard_normal((2, 3, 3, 4)).astype(np.float32)
     got = _run(x, w, b, (0,) * 4, grad)
@@ -112,7 +112,7 @@ def test_winograd_ties_go_to_the_first_candidate(monkeypatch, counted):
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the direct path's own inf * 0
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_inputs_keep_the_direct_paths_numbers(monkeypatch, counted, bad):
-    x, w, b = _case((2, 9, 9, 16), 4, 1)
+    x, w, b = _case((2, 9, 9, 24), 4, 1)
     x[0, 3, 4, 5] = bad
     grad = np.ones((2, 3, 3, 4), np.float32)
     got = _run(x, w, b, (0,) * 4, grad)

@@ -4,7 +4,7 @@
 
 is max_pool(relu(conv(x, w, bias, pads)), kernel=pool, strides=pool) for a convolution of stride
 1, dilation 1 and one group, and a pool whose windows lie side by side without a border (floor
-mode: places past the last whole window are never read). Three things make it cheaper:
+mode: places past the last whole window are never read). Four things make it cheaper:
 
 - the im2col rows are ordered by pool window: one block of rows per offset inside the window (in
   row-major order, as the pool reads them), so the pool's candidates are contiguous blocks of the
@@ -12,12 +12,16 @@ mode: places past the last whole window are never read). Three things make it ch
 - the bias and the relu come after the max, on a quarter of the values (2x2 windows): both are
   non-decreasing, so relu(max(y) + b) = max(relu(y + b)) exactly, ties included;
 - the backward pass sends each pooled gradient to the first largest candidate (as `max_pool`'s
-  rule does), only where the pooled value is above zero (as `relu`'s rule does).
+  rule does), only where the pooled value is above zero (as `relu`'s rule does);
+- a float32 3x3 kernel over enough channels with a 2x2 pool takes Winograd F(2x2, 3x3)
+  (`winograd.py`): one 2x2 output tile is one pool window, 2.25x fewer multiplies each way.
 
-The product is the same product `conv` makes, without the bias's column of ones (the bias is
-added after): values agree with the three primitives to float rounding, a few units in the last
+The direct product is the same product `conv` makes, without the bias's column of ones (the bias
+is added after): values agree with the three primitives to float rounding, a few units in the last
 place (tests/deepsharp/test_fused_kernels.py holds values and gradients to 1e-6 relative and
-ties exactly). x (N, *places, C), w (*kernel, C, O), bias (O,); y (N, *pooled, O).
+ties exactly; the Winograd path rounds otherwise, within 1e-5 relative of the direct one and
+nearer a float64 convolution, tests/deepsharp/test_winograd.py). x (N, *places, C),
+w (*kernel, C, O), bias (O,); y (N, *pooled, O).
 """
 
 from __future__ import annotations
