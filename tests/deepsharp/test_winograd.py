@@ -28,7 +28,7 @@ def counted(monkeypatch):
     """How many times the Winograd path ran."""
     calls = []
     transform = winograd.output_transform
-    monkeypatch.setattr(winograd, "output_transform", lambda m: calls.append(1) or transform(m))
+    monkeypatch.setattr(winograd, "output_transform", lambda *a: calls.append(1) or transform(*a))
     return calls
 
 
@@ -50,7 +50,9 @@ def _case(shape, out_channels, seed, scale=1.0):
     ((2, 10, 9, 24), 5, (1, 1, 1, 1)),     # a border, odd width
     ((2, 8, 12, 30), 7, (0, 1, 1, 0)),     # uneven pads
 ])
-def test_winograd_matches_the_direct_path(monkeypatch, counted, shape, out_channels, pads):
+@pytest.mark.parametrize("chunk", [winograd.CHUNK_TILES, 1])   # 1: an image at a time
+def test_winograd_matches_the_direct_path(monkeypatch, counted, shape, out_channels, pads, chunk):
+    monkeypatch.setattr(winograd, "CHUNK_TILES", chunk)
     x, w, b = _case(shape, out_channels, sum(shape))
     y = apply("conv_relu_max_pool", Tensor(x), Tensor(w), Tensor(b), pads=pads, pool=(2, 2))
     grad = np.random.default_rng(5).standard_normal(y.shape).astype(np.float32)

@@ -81,10 +81,7 @@ class ConvReluMaxPool:
         kernel, pooled = _geometry(x, w, pads, pool)
         xp = pad_places(x, pads)
         if winograd.usable(xp, w, pool):
-            u = winograd.kernel_transform(w)
-            v = winograd.input_transform(xp, pooled)                    # (16, tiles, C)
-            products = winograd.output_transform(np.matmul(v, u))        # (4, tiles, O)
-            cols = (v, u, pooled)
+            cols, products = winograd.forward(xp, w, pooled)            # (4, tiles, O)
         else:
             cols = _pool_ordered_cols(xp, kernel, pool, pooled)         # (P, M, K)
             products = (cols.reshape(-1, cols.shape[-1]) @ w.reshape(-1, w.shape[-1])).reshape(
@@ -109,12 +106,9 @@ class ConvReluMaxPool:
             compiled(products, best, g, routed)
         else:
             _route_to_first_max(products, best, g, routed)
-        if isinstance(cols, tuple):  # the Winograd path's transforms (v, u, tiles)
-            v, u, tiles = cols
-            dm = winograd.output_grad(routed)
-            gw = winograd.weight_grad(v, dm, w.shape)
-            gx = (crop_places(winograd.input_grad(dm, u, padded, tiles), pads)
-                  if needs_input_grad(0) else None)
+        if isinstance(cols, tuple):  # the Winograd path's (v, u, tiles)
+            gx, gw = winograd.backward(routed, cols, padded, w.shape, needs_input_grad(0))
+            gx = None if gx is None else crop_places(gx, pads)
         else:
             flat = routed.reshape(-1, out_channels)
             gw = (cols.reshape(-1, cols.shape[-1]).T @ flat).reshape(w.shape)
