@@ -79,17 +79,18 @@ def test_gelu_kernel_is_bit_identical_to_numpy():
         np.testing.assert_array_equal(a, b)
 
 
-def test_max_pool_routing_kernel_is_bit_identical_to_numpy():
+@pytest.mark.parametrize("channels", [2, 24])  # 24: the Winograd path's candidates
+def test_max_pool_routing_kernel_is_bit_identical_to_numpy(channels):
     """Random values, a constant image (every candidate tied) and an image with a NaN (windows
     whose largest value is NaN) under an infinite gradient: the same routes, the same signed
     zeros, the same NaNs."""
     generator = np.random.default_rng(4)
-    w = generator.standard_normal((3, 3, 2, 5)).astype(np.float32)
+    w = generator.standard_normal((3, 3, channels, 5)).astype(np.float32)
     b = generator.standard_normal(5).astype(np.float32)
-    with_nan = generator.standard_normal((2, 9, 8, 2)).astype(np.float32)
+    with_nan = generator.standard_normal((2, 9, 8, channels)).astype(np.float32)
     with_nan[1, 4, 3, 0] = np.nan
-    for x in (generator.standard_normal((2, 9, 8, 2)).astype(np.float32),
-              np.ones((2, 9, 8, 2), np.float32), with_nan):
+    for x in (generator.standard_normal((2, 9, 8, channels)).astype(np.float32),
+              np.ones((2, 9, 8, channels), np.float32), with_nan):
         grad = generator.standard_normal((2, 3, 3, 5)).astype(np.float32)
         grad[1, 1, 1, :2] = np.inf
         results = []

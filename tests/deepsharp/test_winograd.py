@@ -1,0 +1,140 @@
+"""conv_relu_max_pool's Winograd F(2x2, 3x3) path: held to the direct path, to a float64
+convolution, to float64 finite differences, and to the direct path's ties and non-finite numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deepsharp import MeanSquaredError, RandomStream, Sequential, Shape
+from deepsharp.tensors import Tensor, apply
+from deepsharp.tensors.ops import winograd
+from deepsharp_export_onnx import OnnxExport
+from tests.support.gradcheck import numeric_vs_autograd
+from tests.support.onnx_check import ort_session
+
+RTOL = 1e-5  # Winograd adds and subtracts inputs before the products: other float rounding
+
+
+def _run(x, w, b, pads, grad):
+    tensors = [Tensor(a, requires_grad=True) for a in (x, w, b)]
+    y = apply("conv_relu_max_pool", *tensors, pads=pads, pool=(2, 2))
+    (y * Tensor(grad)).sum().backward()
+    return [y._data] + [t.grad for t in tensors]
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How many times the Winograd path ran."""
+    calls = []
+    transform = winograd.output_transform
+    monkeypatch.setattr(winograd, "output_transform", lambda *a: calls.append(1) or transform(*a))
+    return calls
+
+
+def _direct(monkeypatch):
+    monkeypatch.setattr(winograd, "WINOGRAD_CHANNELS", 1 << 30)
+
+
+def _case(shape, out_channels, seed, scale=1.0):
+    generator = np.random.default_rng(seed)
+    x = np.maximum(generator.standard_normal(shape), 0).astype(np.float32) * scale
+    w = (generator.standard_normal((3, 3, shape[-1], out_channels))
+         * np.sqrt(2 / (9 * shape[-1]))).astype(np.float32)
+    b = (generator.standard_normal(out_channels) * 0.1).astype(np.float32)
+    return x, w, b
+
+
+@pytest.mark.parametrize("shape, out_channels, pads", [
+    ((3, 13, 13, 32), 64, (0, 0, 0, 0)),   # the benchmark CNN's second block: floor mode
+    ((2, 10, 9, 24), 5, (1, 1, 1, 1)),     # a border, odd width
+    ((2, 8, 12, 30), 7, (0, 1, 1, 0)),     # uneven pads
+])
+@pytest.mark.parametrize("chunk", [winograd.CHUNK_TILES, 1])   # 1: an image at a time
+def test_winograd_matches_the_direct_path(monkeypatch, counted, shape, out_channels, pads, chunk):
+    monkeypatch.setattr(winograd, "CHUNK_TILES", chunk)
+    x, w, b = _case(shape, out_channels, sum(shape))
+    y = apply("conv_relu_max_pool", Tensor(x), Tensor(w), Tensor(b), pads=pads, pool=(2, 2))
+    grad = np.random.default_rng(5).standard_normal(y.shape).astype(np.float32)
+    got = _run(x, w, b, pads, grad)
+    assert counted
+    _direct(monkeypatch)
+    expected = _run(x, w, b, pads, grad)
+    for name, e, g in zip(("y", "x", "w", "b"), expected, got):
+        np.testing.assert_allclose(g, e, rtol=RTOL, atol=RTOL * np.abs(e).max(), err_msg=name)
+
+
+def _conv64(x, w):
+    windows = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), (3, 3), (1, 2))
+    return np.einsum("nhwckl,klco->nhwo", windows, w.astype(np.float64))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e3])
+def test_winograd_error_against_a_float64_convolution(counted, scale):
+    """The largest error is a few 1e-7 of the largest convolution output (float32's epsilon is
+    1.2e-7), at any scale of input."""
+    x, w, b = _case((8, 13, 13, 32), 64, 0, scale)
+    y = apply("conv_relu_max_pool", Tensor(x), Tensor(w), pads=(0,) * 4, pool=(2, 2))._data
+    conv = _conv64(x, w)[:, :10, :10].reshape(8, 5, 2, 5, 2, 64)
+    reference = np.maximum(conv.max(axis=(2, 4)), 0)
+    assert counted
+    assert np.abs(y - reference).max() <= 1e-6 * np.abs(conv).max()
+
+
+def test_winograd_gradients_agree_with_float64_finite_differences(monkeypatch, counted):
+    monkeypatch.setattr(winograd, "DTYPES", (np.dtype(np.float64),))
+    generator = np.random.default_rng(3)
+    arrays = [generator.standard_normal((2, 7, 8, 24)), generator.standard_normal((3, 3, 24, 3)),
+              generator.standard_normal(3)]
+
+    def block(x, w, b):
+        return (apply("conv_relu_max_pool", x, w, b, pads=(1, 0, 1, 1), pool=(2, 2)) ** 2).sum()
+
+    for autograd, numeric in numeric_vs_autograd(block, arrays):
+        np.testing.assert_allclose(autograd, numeric, rtol=1e-5, atol=1e-7)
+    assert counted
+
+
+def test_winograd_ties_go_to_the_first_candidate(monkeypatch, counted):
+    """A constant image makes the four candidates of a tile bit-equal (B^T d B keeps one term),
+    so ties route to the first in row-major order, as the direct path routes them."""
+    x = np.ones((2, 8, 8, 24), np.float32)
+    w = np.random.default_rng(0).standard_normal((3, 3, 24, 4)).astype(np.float32)
+    b = np.array([1.0, -1.0, 0.5, 2.0], np.float32)
+    grad = np.random.default_rng(1).standard_normal((2, 3, 3, 4)).astype(np.float32)
+    got = _run(x, w, b, (0,) * 4, grad)
+    assert counted
+    _direct(monkeypatch)
+    expected = _run(x, w, b, (0,) * 4, grad)
+    np.testing.assert_array_equal(got[1] != 0, expected[1] != 0)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, rtol=RTOL, atol=RTOL * max(np.abs(e).max(), 1))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the direct path's own inf * 0
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_inputs_keep_the_direct_paths_numbers(monkeypatch, counted, bad):
+    x, w, b = _case((2, 9, 9, 24), 4, 1)
+    x[0, 3, 4, 5] = bad
+    grad = np.ones((2, 3, 3, 4), np.float32)
+    got = _run(x, w, b, (0,) * 4, grad)
+    assert not counted
+    _direct(monkeypatch)
+    for e, g in zip(_run(x, w, b, (0,) * 4, grad), got):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_the_benchmark_cnn_exports_with_its_winograd_block_within_1e_5(counted):
+    """The exported graph (ONNX Conv, Relu, MaxPool) answers network.predict, whose second block
+    takes the Winograd path, within 1e-5 absolute in ONNX Runtime at batches 1 and 32 (outputs
+    up to 0.3: the largest difference measured 1.1e-7, as on the direct path)."""
+    network = (Sequential().conv2d(32, 3).relu().max_pool2d(2).conv2d(64, 3).relu()
+               .max_pool2d(2).flatten().dense(128).relu().dense(10)).lower(Shape(28, 28, 1),
+                                                                          RandomStream(0))
+    loss = MeanSquaredError()  # the raw outputs, not probabilities
+    x = np.random.default_rng(2).standard_normal((32, 28, 28, 1)).astype(np.float32)
+    session = ort_session(OnnxExport(Shape(28, 28, 1)).to_bytes(network, loss))
+    for batch in (x[:1], x):
+        np.testing.assert_allclose(session.run(None, {"input": batch})[0],
+                                   network.predict(batch, loss), rtol=0, atol=1e-5)
+    assert counted
