@@ -228,6 +228,28 @@ def test_matmul_add_matches_matmul_and_add(shape):
         np.testing.assert_allclose(got, expected, rtol=RTOL, atol=RTOL * np.abs(expected).max())
 
 
+
+@pytest.mark.parametrize("shape", [(6, 5), (2, 3, 5)])
+def test_a_network_runs_dense_relu_fused_with_the_numbers_of_its_steps(shape):
+    """matmul_add_relu against the dense layer's matmul_add and the relu: the same numbers, bit for
+    bit (the same products and the same relu), values and every gradient."""
+    network = (Sequential().dense(4).relu().dense(4, bias=False).relu().dense(3)
+               .lower(Shape(*shape[1:]), RandomStream(0)))
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    results = []
+    for fused in (False, True):
+        for _, p in network.named_parameters():
+            p.grad = None
+        t = Tensor(x, requires_grad=True)
+        y = network.call(Flow(t)).value if fused else _step_by_step(network, Flow(t))
+        (y * y).sum().backward()
+        ops = _ops(y)
+        assert ("matmul_add_relu" in ops) == fused and "relu" in ops  # (no bias: not fused)
+        results.append([y._data, t.grad] + [p.grad for _, p in network.named_parameters()])
+    for got, expected in zip(*results):
+        np.testing.assert_array_equal(got, expected)
+
+
 # -- layer norm in fewer passes -----------------------------------------------------------------
 def test_layer_norm_matches_the_shared_normalisation_rules():
     from deepsharp.tensors.ops.norm import _normalise, _normalise_grad
