@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors.primitives import needs_input_grad, primitive, unbroadcast
+from deepsharp.tensors.primitives import grad_out, needs_input_grad, primitive, unbroadcast
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -58,7 +58,8 @@ class MatMulAdd:
     def backward(grad, saved, x, w, b):
         g = _rows(grad)
         gx = (g @ w.T).reshape(x.shape) if needs_input_grad(0) else None
-        return gx, _rows(x).T @ g, g.sum(axis=0)
+        # (the weight's and bias's gradients straight into the optimizer's buffer when offered)
+        return gx, np.matmul(_rows(x).T, g, out=grad_out(1)), g.sum(axis=0, out=grad_out(2))
 
 
 @primitive("matmul_add_relu", fresh=True)
