@@ -12,6 +12,9 @@ from deepsharp.run import current_run
 from deepsharp.tensors import Tensor, apply
 from deepsharp.tensors import keywords as kw
 # the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
+from deepsharp.tensors.api.arithmetic import (  # noqa: F401
+    add, bmm, div, erf, isfinite, mm, norm, normalize, reciprocal, round, sub, vector_norm,
+)
 from deepsharp.tensors.api.build import (  # noqa: F401
     arange, full, full_like, ones, ones_like, zeros, zeros_like,
 )
@@ -75,10 +78,12 @@ def softplus(x: Tensor) -> Tensor:
 def softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim` (the last axis when not given: PyTorch's implicit
     choice, deprecated there, is not followed)."""
+    kw.floating("softmax", x)
     return apply("softmax", x, axis=kw.one_dim("softmax", dim, axis, x.ndim, default=-1))
 
 
 def log_softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    kw.floating("log_softmax", x)
     return apply("log_softmax", x, axis=kw.one_dim("log_softmax", dim, axis, x.ndim, default=-1))
 
 
@@ -109,6 +114,19 @@ logical_and = _primitive("logical_and", "a and b, non-zero read as True.")
 logical_or = _primitive("logical_or", "a or b, non-zero read as True.")
 logical_xor = _primitive("logical_xor", "a xor b, non-zero read as True.")
 logical_not = _primitive("logical_not", "not a, non-zero read as True.")
+remainder = _primitive("remainder", "a % b as Python's and PyTorch's (the sign of b).")
+fmod = _primitive("fmod", "C's fmod(a, b) (the sign of a).")
+floor_divide = _primitive("floor_divide", "a // b, rounded down (a zero gradient).")
+floor, ceil, trunc, isnan, isinf = (
+    _primitive(n, f"{n}(x), elementwise.") for n in ("floor", "ceil", "trunc", "isnan", "isinf"))
+fix = trunc
+mul = multiply = _primitive("mul", "a * b.")
+neg = negative = _primitive("neg", "-a.")
+subtract, divide = sub, div
+
+
+def square(x: Tensor) -> Tensor:
+    return x * x
 abs, sign, exp, log, log1p, sqrt, rsqrt, sin, cos = (
     _primitive(n, f"{n}(x), elementwise.") for n in
     ("abs", "sign", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos"))

@@ -181,6 +181,7 @@ def save(network: Any, path: Any) -> None:
         "spec": network.spec.to_json(),
         "input_shape": str(network.input_shape),
         "features": json.dumps(list(network.features or [])),
+        "io_names": json.dumps([n or "" for n in network.io_names]),
         "frozen": frozen_paths(network),
     }
     _write(path, network.state_dict(), metadata)
@@ -196,10 +197,15 @@ def load(path: Any):
     spec = _field(path, metadata, "spec", Sequential.from_json)
     shape = _field(path, metadata, "input_shape", Shape.parse)
     features = _field(path, metadata, "features", _strings) if "features" in metadata else []
+    names = _field(path, metadata, "io_names", _strings) if "io_names" in metadata else ["", ""]
+    if len(names) != 2:
+        raise StateError(f"{path}: io_names: expected the input's and the output's name, "
+                         f"received {len(names)} names")
     network = _lowered(path, spec, shape, tensors)
     _restore(path, network, tensors)
     restore_frozen(network, metadata, path)
-    return network.with_features(features or None)
+    return network.with_features(features or None).with_io_names(names[0] or None,
+                                                                  names[1] or None)
 
 
 def _restore(path: Any, module: Any, tensors: dict[str, np.ndarray], strict: bool = True) -> None:

@@ -32,6 +32,7 @@ class Network(Module):
         object.__setattr__(self, "features", tuple(features) if features else None)
         object.__setattr__(self, "input_checks", ())
         object.__setattr__(self, "preparation", None)  # what raw rows go through first
+        object.__setattr__(self, "io_names", (None, None))  # a graph's input and output names
         for step in steps:
             self.add_module(step.place.rsplit(".", 1)[-1], step)
 
@@ -69,6 +70,12 @@ class Network(Module):
         a graph read back gives it here, and exporting writes it in front again. The network
         itself still takes prepared rows."""
         object.__setattr__(self, "preparation", preparation)
+        return self
+
+    def with_io_names(self, input_name: str | None, output_name: str | None) -> "Network":
+        """The names of the graph input and output this network was read from: exporting it
+        again gives them back unless told otherwise (None: the exporter's default)."""
+        object.__setattr__(self, "io_names", (input_name, output_name))
         return self
 
     def with_input_check(self, check: Callable[[np.ndarray], None]) -> "Network":

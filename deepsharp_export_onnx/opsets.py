@@ -39,7 +39,7 @@ FIRST: dict[str, int] = {
     # a default momentum) as a training-mode normalisation by the batch's statistics
     "LayerNormalization": 17, "BatchNormalization": 14, "GroupNormalization": 21,
     "InstanceNormalization": 6, "RMSNormalization": 23,
-    "IsNaN": 9,
+    "IsNaN": 9, "IsInf": 10, "Round": 11, "ReduceL1": 1,
     "Conv": 1, "ConvTranspose": 1, "MaxPool": 8, "AveragePool": 7, "GlobalAveragePool": 1,
     "GlobalMaxPool": 1, "Pad": 2, "Resize": 11, "LSTM": 7, "GRU": 7,
     "ScatterElements": 11, "Size": 1, "Mod": 10,
@@ -89,6 +89,8 @@ BY_TYPE: dict[str, dict[str, int | None]] = {
     "Sigmoid": _FLOAT_ONLY, "Tanh": _FLOAT_ONLY, "Softmax": _FLOAT_ONLY, "LogSoftmax": _FLOAT_ONLY,
     "Gemm": _FLOAT_ONLY, "MatMul": {"bool": None},
     "Gelu": {"double": None, **_FLOAT_ONLY}, "Erf": {"double": None, **_FLOAT_ONLY},
+    "Floor": _FLOAT_ONLY, "Ceil": _FLOAT_ONLY, "Round": _FLOAT_ONLY, "IsNaN": _FLOAT_ONLY,
+    "IsInf": _FLOAT_ONLY, "Mod": _NUMERIC, "ReduceL1": _NUMERIC, "ReduceL2": _NUMERIC,
 }
 TYPED_INPUT: dict[str, tuple[int, ...]] = {"Where": (1,), "Pow": (0, 1)}
 

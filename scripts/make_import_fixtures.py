@@ -49,6 +49,18 @@ class Mlp(nn.Module):
         return self.net(x)
 
 
+class GeluTanhMlp(nn.Module):
+    """GELU's tanh form: one node from operator set 20, decomposed below it (Pow or two Muls for
+    the cube, as the exporter writes it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(6, 10), nn.GELU(approximate="tanh"), nn.Linear(10, 3))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 class DropoutMlp(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -230,6 +242,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "mlp": (lambda: Mlp(), _normal(BATCH, 6), {}, {}),
     "mlp_softmax": (lambda: Mlp(nn.Softmax(dim=-1)), _normal(BATCH, 6), {}, {}),
     "mlp_dropout": (DropoutMlp, _normal(BATCH, 6), {}, {}),
+    "mlp_gelu_tanh": (GeluTanhMlp, _normal(BATCH, 6), {}, {}),
     "layer_norm": (NormMlp, _normal(BATCH, 6), {}, {}),
     "cnn": (Cnn, _normal(BATCH, 3, 12, 12), {}, {}),
     "cnn_view": (CnnView, _normal(BATCH, 2, 9, 9), {}, {}),
@@ -250,7 +263,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
 # graphs beyond opsets 13, 17 and 18: the encoders' attention needs 14 in TorchScript; at 20 GELU
 # is one node
 EXTRA = {"encoder": ("ts14",), "encoder_gelu": ("ts14", "ts20", "dynamo20"),
-         "layer_norm": ("ts20", "dynamo20")}
+         "layer_norm": ("ts20", "dynamo20"), "mlp_gelu_tanh": ("ts20", "dynamo20")}
 
 
 def build(name: str) -> tuple[nn.Module, torch.Tensor]:

@@ -6,7 +6,7 @@ from deepsharp.tensors.primitives import PRIMITIVES, needs_input_grad, primitive
 from deepsharp.tensors.tensor import Record, Tensor, apply, as_tensor
 # Tensor's methods call these as api.<module>.<function>
 from deepsharp.tensors.api import (  # noqa: F401
-    build, einsum, elementwise, join, reduce, select, shape,
+    arithmetic, build, einsum, elementwise, join, reduce, select, shape,
 )
 
 __all__ = [

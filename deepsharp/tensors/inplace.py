@@ -1,5 +1,6 @@
 """In-place writes: `x[...] = v`, `fill_`, `zero_`, `copy_`, `add_`, `sub_`, `mul_`, `div_` (and
-`+=`, `-=`, `*=`, `/=`), as PyTorch has them.
+`+=`, `-=`, `*=`, `/=`), and the `_` twins of the functions (`clamp_`, `masked_fill_`, `relu_`,
+... `IN_PLACE` in tensor.py), as PyTorch has them.
 
 A write nothing records (no gradient needed, no trace) writes into the storage and moves its
 version counter, so a record that saved the old values refuses its backward (versions.py).
@@ -93,6 +94,22 @@ def update(tensor: Tensor, op: str, other: Any, what: str) -> Tensor:
     # the stand-in keeps the old values where the rule reads them (mul_'s gradient of `other`)
     old = _stand_in(tensor, share=not reads(op, 0))
     return _rebase(tensor, _fits(tensor, apply(op, old, other), what), what)
+
+
+def rewrite(tensor: Tensor, what: str, fn: Any, *operands: Any, **options: Any) -> Tensor:
+    """tensor = fn(tensor, *operands, **options), written into tensor's storage (clamp_,
+    masked_fill_, relu_, ...): when recorded, fn's own primitives run on a stand-in for the tensor
+    as it was (a copy: their rules may read it back), so the gradients are fn's."""
+    others = [o for o in operands if isinstance(o, Tensor)]
+    if not any(_recorded(tensor, o) for o in others or [Tensor(np.float32(0))]):
+        result = fn(Tensor._wrap(tensor._data), *operands, **options)
+        with _writable(tensor, what):
+            tensor._data[...] = _fits(tensor, result, what)._data
+        tensor._write(what)
+        return tensor
+    _check_writable(tensor, what)
+    old = _stand_in(tensor, share=False)
+    return _rebase(tensor, _fits(tensor, fn(old, *operands, **options), what), what)
 
 
 # -- the parts -----------------------------------------------------------------------------------

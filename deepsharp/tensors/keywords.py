@@ -24,6 +24,13 @@ def either(op: str, torch_name: str, torch_value: Any, numpy_name: str, numpy_va
     return default if value is None else value
 
 
+def floating(op: str, x: Any) -> None:
+    """Refuse an integer or bool tensor where PyTorch refuses one (mean, var, softmax, norm)."""
+    if x.dtype.kind != "f":
+        raise OpError(f"{op}: needs a floating-point tensor, received {x.dtype} (PyTorch "
+                      f"refuses it too); convert it with .float()")
+
+
 def keep(op: str, keepdim: Any, keepdims: Any) -> bool:
     return bool(either(op, "keepdim", keepdim, "keepdims", keepdims, False))
 

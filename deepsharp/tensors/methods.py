@@ -133,6 +133,39 @@ class TensorMethods:
     def maximum(self, other): return _apply("maximum", self, other)
     def minimum(self, other): return _apply("minimum", self, other)
 
+    def add(self, other, *, alpha=1): return api.arithmetic.add(self, other, alpha)
+    def sub(self, other, *, alpha=1): return api.arithmetic.sub(self, other, alpha)
+    def mul(self, other): return _apply("mul", self, other)
+    def div(self, other, *, rounding_mode=None):
+        return api.arithmetic.div(self, other, rounding_mode)
+    subtract, multiply, divide, true_divide = sub, mul, div, div
+    def neg(self): return _apply("neg", self)
+    negative = neg
+    def square(self): return _apply("mul", self, self)
+    def floor(self): return _apply("floor", self)
+    def ceil(self): return _apply("ceil", self)
+    def trunc(self): return _apply("trunc", self)
+    fix = trunc
+    def round(self, decimals=0): return api.arithmetic.round(self, decimals)
+    def erf(self): return api.arithmetic.erf(self)
+    def reciprocal(self): return api.arithmetic.reciprocal(self)
+    def isnan(self): return _apply("isnan", self)
+    def isinf(self): return _apply("isinf", self)
+    def isfinite(self): return api.arithmetic.isfinite(self)
+
+    def _divide(self, op: str, other: Any, reflected: bool = False) -> Any:
+        if not api.elementwise.comparable(other):
+            return NotImplemented
+        return _apply(op, other, self) if reflected else _apply(op, self, other)
+
+    def __mod__(self, other): return self._divide("remainder", other)
+    def __rmod__(self, other): return self._divide("remainder", other, True)
+    def __floordiv__(self, other): return self._divide("floor_divide", other)
+    def __rfloordiv__(self, other): return self._divide("floor_divide", other, True)
+    def remainder(self, other): return _apply("remainder", self, other)
+    def fmod(self, other): return _apply("fmod", self, other)
+    def floor_divide(self, other): return _apply("floor_divide", self, other)
+
     def clamp(self, min=None, max=None, *, a_min=None, a_max=None):
         return api.elementwise.clamp(self, min, max, a_min=a_min, a_max=a_max)
 
@@ -149,6 +182,8 @@ class TensorMethods:
         return functional.log_softmax(self, dim, axis=axis)
 
     def matmul(self, other): return _apply("matmul", self, other)
+    def mm(self, other): return api.arithmetic.mm(self, other)
+    def bmm(self, other): return api.arithmetic.bmm(self, other)
 
     # -- reductions and scans ---------------------------------------------------------------
     sum, mean, max, min, amax, amin, argmax, argmin, prod, logsumexp, all, any = (
@@ -164,6 +199,9 @@ class TensorMethods:
             keepdims=None, ddof=None):
         return api.reduce.std(self, dim, unbiased, keepdim, correction=correction, axis=axis,
                               keepdims=keepdims, ddof=ddof)
+
+    def norm(self, p="fro", dim=None, keepdim=None, dtype=None, *, axis=None, keepdims=None):
+        return api.arithmetic.norm(self, p, dim, keepdim, dtype, axis=axis, keepdims=keepdims)
 
     def cumsum(self, dim=None, *, axis=None): return api.reduce.cumsum(self, dim, axis=axis)
     def cumprod(self, dim=None, *, axis=None): return api.reduce.cumprod(self, dim, axis=axis)

@@ -29,7 +29,14 @@ PROMOTES: dict[str, tuple[int, ...]] = {
     "maximum": (0, 1), "minimum": (0, 1), "where": (1, 2),
     "equal": (0, 1), "not_equal": (0, 1), "less": (0, 1), "less_equal": (0, 1),
     "greater": (0, 1), "greater_equal": (0, 1),
+    "remainder": (0, 1), "fmod": (0, 1), "floor_divide": (0, 1),
 }
+
+
+# functions whose result is a float: an integer or bool operand is read as the default float type
+# first (PyTorch's exp(int64) is float32; numpy's float64, and float16 for a bool)
+FLOATING = frozenset({"exp", "log", "sqrt", "rsqrt", "log1p", "sin", "cos", "sigmoid", "tanh",
+                      "erf", "logsumexp"})
 
 
 def result_dtype(op: str, dtypes: Sequence[np.dtype], ranks: Sequence[int]) -> np.dtype | None:

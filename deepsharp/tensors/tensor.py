@@ -17,7 +17,7 @@ from deepsharp.tensors import keywords, modes
 from deepsharp.tensors.modes import _grad_enabled, _trace_hook
 from deepsharp.tensors.methods import TensorMethods
 from deepsharp.tensors.primitives import lookup
-from deepsharp.tensors.promotion import PROMOTES, promoted
+from deepsharp.tensors.promotion import FLOATING, PROMOTES, promoted
 from deepsharp.tensors.symint import SymInt, holds_live, live
 from deepsharp.tensors.versions import (
     Version, check_current, saved_outputs, share_views,
@@ -243,6 +243,11 @@ class Tensor(TensorMethods):
 
         return update(self, "div", other, "div_()")
 
+    def _rewrite(self, name: str, *operands: Any, **options: Any) -> "Tensor":
+        from deepsharp.tensors.inplace import rewrite
+
+        return rewrite(self, f"{name}_()", getattr(type(self), name), *operands, **options)
+
     # `x += y` writes into x, as in PyTorch (a view of x sees it, a leaf that requires
     # gradients refuses it)
     def __iadd__(self, other): return self.add_(other)
@@ -317,6 +322,26 @@ class Tensor(TensorMethods):
         return apply("cast", self, to=np.dtype(dtype).str)
 
 
+# the functions with an in-place twin `name_` (PyTorch's): the function's result written into the
+# tensor (inplace.rewrite), with the function's values and gradients
+IN_PLACE = ("clamp", "clip", "masked_fill", "relu", "sigmoid", "tanh", "exp", "log", "sqrt",
+            "abs", "neg", "pow", "add", "sub", "mul", "div", "square", "floor", "ceil", "round", "trunc", "sign", "remainder", "fmod",
+            "reciprocal", "sin", "cos", "rsqrt", "log1p", "erf")
+
+
+def _in_place_twin(name: str):
+    def method(self, *operands: Any, **options: Any) -> Tensor:
+        return self._rewrite(name, *operands, **options)
+
+    method.__name__ = method.__qualname__ = f"{name}_"
+    method.__doc__ = f"`{name}` written into the tensor, as PyTorch's `{name}_`."
+    return method
+
+
+for _name in IN_PLACE:
+    setattr(Tensor, f"{_name}_", _in_place_twin(_name))
+
+
 def as_tensor(value: Any, like: np.ndarray | None = None) -> Tensor:
     """`value` as a Tensor. A Python number mixed into a float operation takes that operation's
     float type, so `x * 2.0` stays float32 (numpy would otherwise promote a float64 scalar)."""
@@ -348,6 +373,8 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     tensors = tuple([as_tensor(i, like) for i in inputs])
     if op in PROMOTES:  # PyTorch's promotion (int with float -> the float), not numpy's
         tensors = promoted(op, tensors, _cast)
+    elif op in FLOATING and tensors[0].dtype.kind != "f":  # PyTorch's exp(int64) is float32
+        tensors = (_cast(tensors[0], np.dtype(modes.default_float())),) + tensors[1:]
     hook = _trace_hook.get()
     sized = hook is not None and holds_live(attrs)
     if sized:  # sizes read from symbolic axes: the trace refuses those the op keeps as numbers

@@ -214,6 +214,8 @@ class OnnxFile:
         features = json.loads(view.metadata[META_FEATURES]) if META_FEATURES in view.metadata else None
         contract = InputContract(end.input.name, contract_dims(
             end.as_taken(declared_dims(end.input.type)), self._series_axis(end, network)))
+        network = network.with_io_names(end.input.name if preparation is None else None,
+                                        end.output.name)
         return network.with_features(features).with_input_check(contract).with_preparation(
             preparation)
 

@@ -74,9 +74,12 @@ def _argument_faults(shape: Shape | None, features: object, max_opset: object, i
     if max_opset is not None and (isinstance(max_opset, bool) or not isinstance(max_opset, (int, np.integer))):
         faults.append(f"max_opset must be an integer or None, received {max_opset!r}")
     for what, name in (("input_name", input_name), ("output_name", output_name)):
-        if not isinstance(name, str) or not name:
+        if name is not None and (not isinstance(name, str) or not name):
             faults.append(f"{what} must be a non-empty string, received {name!r}")
     return faults
+
+
+DEFAULT_NAMES = ("input", "output")
 
 
 class OnnxExport:
@@ -86,7 +89,8 @@ class OnnxExport:
         shape: the shape of one example, without the batch axis (the network's input shape).
         features: names of what a row is made of, written as model metadata.
         max_opset: refuse a network whose nodes need a newer operator set than this.
-        input_name, output_name: the graph's input and output names.
+        input_name, output_name: the graph's input and output names; by default those of the
+            graph the network was read from (`network.io_names`), else "input" and "output".
         prepare: a fitted preparation (`deepsharp.preparation`: a step, a Chain, or Columns)
             written in front of the network, so the graph takes raw rows (named columns are
             inputs of their own); by default the network's own (`network.preparation`, which a
@@ -111,8 +115,8 @@ class OnnxExport:
     """
 
     def __init__(self, shape: Shape | None = None, features: Sequence[str] | None = None,
-                 max_opset: int | None = None, input_name: str = "input",
-                 output_name: str = "output", *, prepare: Any = None, weights: str = "float32",
+                 max_opset: int | None = None, input_name: str | None = None,
+                 output_name: str | None = None, *, prepare: Any = None, weights: str = "float32",
                  quantize: str | None = None, external_data: bool | None = None,
                  compare_on: Any = None, example: Any = None, axis_names: Any = None,
                  input_names: Sequence[str] | None = None,
@@ -127,8 +131,9 @@ class OnnxExport:
         self.shape = shape
         self.features = list(features) if features is not None else None
         self.max_opset = max_opset
-        self.input_name = input_name
-        self.output_name = output_name
+        self._names = (input_name, output_name)  # None: the network's own, else the default
+        self.input_name = input_name or DEFAULT_NAMES[0]
+        self.output_name = output_name or DEFAULT_NAMES[1]
         self.prepare = prepare
         self.weights = weights
         self.quantize = quantize
@@ -190,6 +195,9 @@ class OnnxExport:
                 return export_module(self, network, loss)
             finally:
                 self._front = None
+        self.input_name, self.output_name = (
+            given or own or default
+            for given, own, default in zip(self._names, network.io_names, DEFAULT_NAMES))
         tape = Tape()
         prepare = self._prepare_of(network)
         if prepare is not None:

@@ -278,4 +278,5 @@ def slice_node(emit: Emit, value: str, starts: Sequence[Any], ends: Sequence[Any
 # pools, pad, resize, norms) and the tensor vocabulary's register themselves here too.
 from deepsharp_export_onnx.write import sequence_nodes, spatial_nodes  # noqa: E402,F401
 from deepsharp_export_onnx.write import selection_nodes, vocabulary_nodes  # noqa: E402,F401
+from deepsharp_export_onnx.write import arithmetic_nodes  # noqa: E402,F401
 from deepsharp_export_onnx.write import assign_nodes  # noqa: E402,F401

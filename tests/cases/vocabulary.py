@@ -56,3 +56,16 @@ case("einsum", "diagonal-sum-only")(lambda: ([normal(3, 3, 2), normal(5)],
                                              {"equation": "iij,k->j"}))
 case("linear")(lambda: ([normal(2, 3, 4), normal(5, 4), normal(5)], {}))
 case("linear", "no-bias")(lambda: ([normal(3, 4), normal(2, 4)], {}))
+
+# rounding (a zero gradient, values away from the steps), remainders, erf, norms
+for _name in ("floor", "ceil", "round", "trunc"):
+    case(_name)(lambda: ([normal(3, 4) * 3 + 0.013], {}))
+SIGNED = np.array([1.0, -1.0, 1.0, -1.0])
+case("remainder")(lambda: ([normal(3, 4) * 3 + 0.013, positive(4) * SIGNED], {}))
+case("remainder", "broadcast-divisor")(lambda: ([normal(2, 3) * 2, positive(2, 1)], {}))
+case("fmod")(lambda: ([normal(3, 4) * 3 + 0.013, positive(4) * SIGNED], {}))
+case("floor_divide")(lambda: ([normal(3, 4) * 3 + 0.013, positive(4) * SIGNED], {}))
+case("erf")(lambda: ([normal(3, 4)], {}))
+case("norm", "p2")(lambda: ([normal(3, 4)], {"p": 2, "axes": (1,), "keepdims": 0}))
+case("norm", "p2-all-keep")(lambda: ([normal(2, 3)], {"p": 2, "axes": (0, 1), "keepdims": 1}))
+case("norm", "p1")(lambda: ([away_from_zero(3, 4)], {"p": 1, "axes": (0,), "keepdims": 0}))

@@ -383,3 +383,46 @@ def test_an_optimizer_step_needs_no_grad_and_moves_the_version():
     (p * 2.0).sum().backward()
     SGD(lr=0.1).bind([("p", p)]).step()
     assert p._version == 1
+
+
+# -- the `_` twins of the functions (clamp_, masked_fill_, relu_, ...) ------------------------------
+from deepsharp.tensors.tensor import IN_PLACE  # noqa: E402
+
+MASK = normal(3, 4) > 0.3
+ARGS = {"clamp": (-0.5, 0.8), "clip": (None, 0.9), "masked_fill": (MASK, 0.25), "pow": (1.5,),
+        "remainder": (0.7,), "fmod": (0.7,), "add": (normal(4),), "sub": (normal(3, 1),),
+        "mul": (normal(4),), "div": (np.abs(normal(4)) + 0.5,)}
+
+
+@pytest.mark.parametrize("name", IN_PLACE)
+def test_each_in_place_twin_has_its_functions_values_and_gradients(name):
+    """The twin writes into the tensor what the function returns, and trains as it does (the
+    functions are held to PyTorch in test_tensor_parity.py)."""
+    x = leaf(np.abs(normal(3, 4)) + 0.3)      # positive: log, sqrt, rsqrt take it
+    weights = normal(3, 4)
+    expected = getattr(x * 1.0, name)(*ARGS.get(name, ()))
+    (expected * weights).sum().backward()
+    expected_grad, x.grad = x.grad, None
+    y = x * 1.0
+    assert getattr(y, f"{name}_")(*ARGS.get(name, ())) is y
+    np.testing.assert_array_equal(y.numpy(), expected.numpy())
+    (y * weights).sum().backward()
+    np.testing.assert_array_equal(x.grad, expected_grad)
+
+
+def test_an_in_place_twin_on_a_saved_input_refuses_backward():
+    x = leaf(normal(3, 4))
+    y = x * 1.0
+    z = y.sin()                                # sin's rule reads y
+    y.relu_()
+    with pytest.raises(OpError, match="relu_\\(\\)"):
+        z.sum().backward()
+
+
+def test_a_parameter_is_clipped_in_place_under_no_grad_and_refused_outside():
+    weight = Parameter(normal(3, 4))
+    with pytest.raises(OpError, match="clamp_\\(\\)"):
+        weight.clamp_(-0.1, 0.1)
+    with no_grad():
+        weight.clamp_(-0.1, 0.1)
+    assert float(np.abs(weight.numpy()).max()) <= np.float32(0.1)

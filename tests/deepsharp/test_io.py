@@ -27,7 +27,9 @@ def test_save_and_load_give_the_same_network(tmp_path):
     network.save(path)
     loaded = deepsharp.load(path)
     assert loaded.spec == network.spec and loaded.input_shape == Shape(4)
-    assert loaded.features == ("a", "b", "c", "d")
+    assert loaded.features == ("a", "b", "c", "d") and loaded.io_names == (None, None)
+    network.with_io_names("pixel_values", "logits").save(path)
+    assert deepsharp.load(path).io_names == ("pixel_values", "logits")
     x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
     np.testing.assert_array_equal(loaded(x), network(x))
 

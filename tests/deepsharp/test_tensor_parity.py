@@ -18,7 +18,7 @@ from tests.support.parity_cases import CASES, P, call, outputs_of
 from tests.support.trace_check import assert_close
 
 FIXTURE = np.load(Path(__file__).resolve().parents[1] / "fixtures" / "tensors_torch.npz")
-VOCABULARY_MODULES = ("compare", "functions", "reductions", "index", "sort", "arrange", "einsum",
+VOCABULARY_MODULES = ("compare", "functions", "rounding", "reductions", "index", "sort", "arrange", "einsum",
                       "linear")
 
 

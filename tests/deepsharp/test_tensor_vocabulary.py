@@ -85,6 +85,20 @@ def test_pytorch_and_numpy_keywords_mean_the_same():
     (lambda: X.narrow(2, 3, 2), "do not fit axis 2 of size 4"),
     (lambda: X.movedim((0, 1), 2), "as many distinct axes"),
     (lambda: X.select(3, 0), "select: dim 3 is out of range"),
+    (lambda: X.round(decimals=1), "round: decimals=1 is not supported"),
+    (lambda: X.norm(p=3), "norm: p=3 is not supported"),
+    (lambda: X.norm(p="nuc"), "norm: p='nuc' is not supported"),
+    (lambda: X.norm(p="fro", dim=(0, 1, 2)), "p='fro' takes at most two dims"),
+    (lambda: Tensor(np.arange(3)).norm(), "norm: needs a floating-point tensor, received int64"),
+    (lambda: F.vector_norm(X, 0), "vector_norm: p=0 is not supported"),
+    (lambda: F.mm(X, X), "mm: needs two 2-d tensors, received \\(2, 3, 4\\)"),
+    (lambda: X.bmm(Tensor(np.ones((3, 4, 2)))), "bmm: the batches differ"),
+    (lambda: Tensor(np.arange(3)) % Tensor(np.array([1, 0, 2])), "remainder: integer division "
+                                                                "by zero"),
+    (lambda: Tensor(np.arange(3)) // 0, "floor_divide: integer division by zero"),
+    (lambda: Tensor(np.arange(3)).mean(), "mean: needs a floating-point tensor, received int64"),
+    (lambda: Tensor(np.arange(3)).var(), "var: needs a floating-point tensor"),
+    (lambda: F.softmax(Tensor(np.arange(3)), 0), "softmax: needs a floating-point tensor"),
 ])
 def test_refusals_name_the_offence(call, message):
     with pytest.raises(OpError, match=message):
@@ -146,3 +160,22 @@ def test_comparisons_and_index_arrays_give_no_gradient_but_do_not_block_it():
     x = Tensor(np.array([-1.0, 2.0, 3.0]), requires_grad=True)
     (x * (x > 0)).sum().backward()
     np.testing.assert_array_equal(x.grad, [0, 1, 1])
+
+
+def test_remainders_follow_python_and_c_and_give_the_divisor_its_gradient():
+    a = Tensor(np.array([7.0, -7.0, 7.0, -7.0]), requires_grad=True)
+    b = Tensor(np.array([3.0, 3.0, -3.0, -3.0]), requires_grad=True)
+    assert (a % b).numpy().tolist() == [1.0, 2.0, -2.0, -1.0]            # the sign of b
+    assert F.fmod(a, b).numpy().tolist() == [1.0, -1.0, 1.0, -1.0]       # the sign of a
+    assert (a // b).numpy().tolist() == [2.0, -3.0, -3.0, 2.0]           # rounded down
+    (a % b).sum().backward()
+    assert a.grad.tolist() == [1.0] * 4 and b.grad.tolist() == [-2.0, 3.0, 3.0, -2.0]
+
+
+def test_round_is_half_to_even_and_norm_at_zero_has_a_zero_gradient():
+    assert Tensor(np.array([0.5, 1.5, 2.5, -0.5])).round().numpy().tolist() == [0, 2, 2, -0.0]
+    zero = Tensor(np.zeros(3), requires_grad=True)
+    zero.norm().backward()
+    assert zero.grad.tolist() == [0.0, 0.0, 0.0]
+    unit = F.normalize(Tensor(np.array([[3.0, 4.0], [0.0, 0.0]])), dim=1).numpy()
+    np.testing.assert_allclose(unit, [[0.6, 0.8], [0.0, 0.0]])

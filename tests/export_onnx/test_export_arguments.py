@@ -22,7 +22,7 @@ def _network():
     ({"max_opset": "13"}, "max_opset must be an integer or None, received '13'"),
     ({"max_opset": True}, "max_opset must be an integer or None, received True"),
     ({"output_name": ""}, "output_name must be a non-empty string, received ''"),
-    ({"input_name": None}, "input_name must be a non-empty string, received None"),
+    ({"input_name": ""}, "input_name must be a non-empty string, received ''"),
 ])
 def test_bad_arguments_are_refused_when_made(options, message):
     with pytest.raises(ExportRefused, match="OnnxExport: bad arguments") as caught:

@@ -71,3 +71,28 @@ def test_a_graph_with_nothing_to_train_says_so():
                                             "is frozen, or it has none"):
         network.fit(x, x, loss=MeanSquaredError(), optimizer=SGD(0.1), epochs=1)
     assert onnx.checker.check_model(model) is None
+
+
+def test_the_graphs_names_come_back_unless_the_exporter_is_told_others():
+    """A network read from a graph remembers its input and output names (and keeps them
+    through save and load); the exporter writes them again by default, and takes others when
+    told."""
+    import onnx
+
+    from deepsharp_export_onnx import OnnxExport, OnnxFile
+
+    case = Foreign.load("mlp.ts17")
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    renames = {model.graph.input[0].name: "pixels", model.graph.output[0].name: "scores"}
+    for value in (*model.graph.input, *model.graph.output):
+        value.name = renames.get(value.name, value.name)
+    for node in model.graph.node:
+        node.input[:] = [renames.get(n, n) for n in node.input]
+        node.output[:] = [renames.get(n, n) for n in node.output]
+    network = OnnxFile(case.loss).read(model)
+    assert network.io_names == ("pixels", "scores")
+    again = OnnxExport(network.input_shape).to_model(network, case.loss)
+    assert [again.graph.input[0].name, again.graph.output[0].name] == ["pixels", "scores"]
+    told = OnnxExport(network.input_shape, input_name="x").to_model(network, case.loss)
+    assert [told.graph.input[0].name, told.graph.output[0].name] == ["x", "scores"]

@@ -17,7 +17,7 @@ ELEM = {"float": TensorProto.FLOAT, "double": TensorProto.DOUBLE, "int": TensorP
         "bool": TensorProto.BOOL}
 NUMPY = {"float": np.float32, "double": np.float64, "int": np.int64, "bool": np.bool_}
 BINARY = {"Max", "Min", "Add", "Sub", "Mul", "Div", "Less", "Greater", "LessOrEqual",
-          "GreaterOrEqual", "Pow", "MatMul", "Gemm", "Einsum"}
+          "GreaterOrEqual", "Pow", "MatMul", "Gemm", "Einsum", "Mod"}
 
 
 def _node_inputs(op: str, kind: str):
@@ -27,8 +27,8 @@ def _node_inputs(op: str, kind: str):
         return {**x, "w": (ELEM[kind], [3, 2])}, {}, {}, 1
     if op == "Einsum":
         return {**x, "w": (ELEM[kind], [4, 3])}, {}, {"equation": "ij,kj->ik"}, 1
-    if op in BINARY:
-        return {**x, "w": (ELEM[kind], [2, 3])}, {}, {}, 1
+    if op in BINARY:  # Mod: C's fmod, the form floats need (remainders of floats use it)
+        return {**x, "w": (ELEM[kind], [2, 3])}, {}, {"fmod": 1} if op == "Mod" else {}, 1
     if op == "Where":
         return {"c": (TensorProto.BOOL, [2, 3]), **x, "w": (ELEM[kind], [2, 3])}, {}, {}, 1
     if op == "Clip":

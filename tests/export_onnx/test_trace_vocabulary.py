@@ -31,6 +31,21 @@ IJ = {"i": ("batch", 4), "j": ("batch", 4)}
 FM = {"flag": ("batch", 4), "mask": ("batch", 4)}
 
 
+def _away(y):
+    """y moved at least 0.5 away from zero, its sign kept (a divisor)."""
+    return F.where(y < 0, y - 0.5, y + 0.5)
+
+
+def _twins(x):
+    """Written as PyTorch code writes it: in place on an intermediate."""
+    y = x * 2.0
+    y.masked_fill_(y < -1.0, 0.0)
+    y.relu_()
+    y.clamp_(max=1.5)
+    y.add_(x, alpha=0.5)
+    return y
+
+
 def inputs_by_name(name: str, shape: tuple[int, ...], generator: np.random.Generator) -> np.ndarray:
     """i, j: int64 -4..4; ids: int64 0..9; pos: int64 0..3 (positions in an axis of 4);
     flag, mask: bool; p: positive float32; else normal float32."""
@@ -86,6 +101,37 @@ CASES = [
     ("log1p", lambda p: p.log1p(), {"p": ("batch", 4)}, B, "Log"),
     ("rsqrt", lambda p: p.rsqrt(), {"p": ("batch", 4)}, B, "Reciprocal"),
     ("sin-cos", lambda x: x.sin() * x.cos(), X, B, "Sin"),
+    # rounding, remainders, erf, norms, special values
+    ("floor", lambda x: (x * 3).floor(), X, B, "Floor"),
+    ("ceil", lambda x: (x * 3).ceil(), X, B, "Ceil"),
+    ("round-half-even", lambda x: (x * 4).round() + F.round(x * 0 + 2.5), X, B, "Round"),
+    ("trunc", lambda x: (x * 3).trunc(), X, B, "Where"),
+    ("rounding-int", lambda i: i.floor() + i.ceil() + i.round() + i.trunc(), {"i": ("batch", 4)},
+     B, "Identity"),
+    ("remainder-float", lambda x, y: x * 3 % _away(y), XY, B, "Mod"),
+    ("remainder-number", lambda x: (x * 3 % -1.5) + (2.0 % _away(x)), X, B, "Mod"),
+    ("fmod-float", lambda x, y: F.fmod(x * 3, _away(y)), XY, B, "Mod"),
+    ("floor-divide-float", lambda x, y: x * 3 // _away(y), XY, B, "Floor"),
+    ("remainder-int", lambda i, j: i % (j.abs() + 1) + i % -3, IJ, B, "Mod"),
+    ("floor-divide-int", lambda i, j: i // (j.abs() + 1) + 7 // (j.abs() + 1) * -1, IJ, B, "Mod"),
+    ("fmod-int", lambda i, j: i.fmod(j.abs() + 1), IJ, B, "Mod"),
+    ("int-floordiv-float", lambda i: i // 2.5, {"i": ("batch", 4)}, B, "Mod"),
+    ("erf", lambda x: x.erf() + F.erf(x * 2), X, B, "Erf"),
+    ("reciprocal", lambda p: p.reciprocal(), {"p": ("batch", 4)}, B, "Div"),
+    ("norm-2", lambda x: x.norm(dim=-1, keepdim=True), X, B, "ReduceL2"),
+    ("norm-all", lambda x: x.norm() + x.norm(p=1), X, B, "ReduceL1"),
+    ("norm-inf", lambda x: F.vector_norm(x, float("inf"), dim=1), X, B, "ReduceMax"),
+    ("normalize", lambda x: F.normalize(x, dim=-1), X, B, "ReduceL2"),
+    ("isnan-isinf", lambda x: x.log().isnan() | (x.exp() * 1e38).isinf(), X, B, "IsInf"),
+    ("isfinite", lambda x: (x.exp() * 1e38).isfinite(), X, B, "IsNaN"),
+    ("isnan-int", lambda i: i.isnan() | i.isinf(), {"i": ("batch", 4)}, B, "Not"),
+    ("bmm", lambda x: F.bmm(x.reshape(-1, 2, 2), x.reshape(-1, 2, 2)), X, B, "MatMul"),
+    ("mm", lambda x: x.mm(W.T), X, B, "MatMul"),
+    ("in-place-twins", lambda x: _twins(x), X, B, "Where"),
+    ("div-rounding-modes", lambda x, y: x.div(_away(y), rounding_mode="trunc")
+     + F.div(x, _away(y), rounding_mode="floor") + x.add(y, alpha=2).sub(y).mul(y).square(),
+     XY, B, "Mod"),
+    ("exp-of-int", lambda i: i.exp() + i.abs().sqrt(), {"i": ("batch", 4)}, B, "Cast"),
     ("clamp-numbers", lambda x: x.clamp(-0.5, 0.5), X, B, "Clip"),
     ("clamp-min-only", lambda x: x.clamp(min=0.1), X, B, "Clip"),
     ("clip-max-only", lambda x: x.clip(max=0.1), X, B, "Clip"),

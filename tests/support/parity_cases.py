@@ -47,11 +47,16 @@ class Input:
             return values.reshape(self.shape).astype(np.float32)
         if self.kind == "int":
             return rng.integers(self.low, self.high, self.shape).astype(np.int64)
+        if self.kind == "special":  # normal values, some of them NaN, inf or -inf
+            values = rng.standard_normal(self.shape).astype(np.float32)
+            picks = rng.integers(0, 5, self.shape)
+            return np.select([picks == 0, picks == 1, picks == 2], [np.nan, np.inf, -np.inf],
+                             values).astype(np.float32)
         return rng.random(self.shape) > 0.5
 
     @property
     def is_float(self) -> bool:
-        return self.kind in ("normal", "positive", "distinct")
+        return self.kind in ("normal", "positive", "distinct", "special")
 
 
 def N(*shape: int) -> Input:
@@ -72,6 +77,11 @@ def Int(low: int, high: int, *shape: int) -> Input:
 
 def Bool(*shape: int) -> Input:
     return Input("bool", shape)
+
+
+def S(*shape: int) -> Input:
+    """Float32 with some NaN, inf and -inf among normal values."""
+    return Input("special", shape)
 
 
 @dataclass(frozen=True)
@@ -276,4 +286,74 @@ CASES: list[P] = [
     P("type-as", "x.type_as", [Bool(3, 4), N(2)]),
     P("softmax", "F.softmax", [N(3, 4)], (I(0),), {"dim": 0}),
     P("log-softmax", "x.log_softmax", [N(3, 4)], (I(0), -1)),
+    # rounding, remainders, erf, special values, norms, products
+    P("floor", "x.floor", [N(3, 4)]),
+    P("ceil", "torch.ceil", [N(3, 4)]),
+    P("round", "x.round", [N(3, 4)]),
+    P("round-fn", "torch.round", [N(3, 4)], op="round"),
+    P("trunc", "x.trunc", [N(3, 4)]),
+    P("fix", "x.fix", [N(3, 4)]),
+    P("floor-int", "x.floor", [Int(-5, 5, 3, 4)], op="floor"),
+    P("mod", "x.__mod__", [N(3, 4), N(4)], op="%"),
+    P("mod-number", "x.__mod__", [N(3, 4)], (I(0), -1.5), op="%"),
+    P("rmod", "x.__rmod__", [Pos(3, 4)], (I(0), 2.0), op="%"),
+    P("mod-int", "x.__mod__", [Int(-9, 9, 3, 4), Int(1, 4, 4)], op="%"),
+    P("remainder-int-negative", "torch.remainder", [Int(-9, 9, 3, 4)], (I(0), -4)),
+    P("remainder", "x.remainder", [N(2, 3), Pos(2, 1)]),
+    P("fmod", "torch.fmod", [N(3, 4), N(4)]),
+    P("fmod-int", "x.fmod", [Int(-9, 9, 3, 4), Int(1, 4, 4)], op="fmod"),
+    P("floordiv", "x.__floordiv__", [N(3, 4), N(4)], op="//"),
+    P("floordiv-int", "x.__floordiv__", [Int(-9, 9, 3, 4), Int(-4, -1, 4)], op="//"),
+    P("rfloordiv-int", "x.__rfloordiv__", [Int(1, 5, 3, 4)], (I(0), 7), op="//"),
+    P("floordiv-int-by-float", "x.__floordiv__", [Int(-9, 9, 3, 4)], (I(0), 2.5), op="//"),
+    P("floor-divide", "torch.floor_divide", [N(3, 4), Pos(4)]),
+    P("erf", "torch.erf", [N(3, 4)]),
+    P("erf-method", "x.erf", [N(3, 4)], op="erf"),
+    P("erf-int", "torch.erf", [Int(-2, 3, 4)], op="erf"),
+    P("reciprocal", "x.reciprocal", [Pos(3, 4)]),
+    P("reciprocal-int", "torch.reciprocal", [Int(1, 5, 4)], op="reciprocal"),
+    P("isnan", "torch.isnan", [S(3, 4)]),
+    P("isinf", "x.isinf", [S(3, 4)]),
+    P("isfinite", "torch.isfinite", [S(3, 4)]),
+    P("isnan-int", "x.isnan", [Int(0, 3, 4)], op="isnan"),
+    P("norm", "x.norm", [N(3, 4)]),
+    P("norm-dim", "x.norm", [N(3, 4)], (I(0), 2, 1)),
+    P("norm-p1-keepdim", "torch.norm", [N(3, 4)], (I(0), 1, 0, True), op="norm"),
+    P("norm-inf", "x.norm", [D(3, 4)], (I(0), float("inf"), -1), op="norm"),
+    P("norm-minus-inf", "x.norm", [D(3, 4)], (I(0), float("-inf"), 0), op="norm"),
+    P("norm-fro", "x.norm", [N(2, 3, 4)], (I(0), "fro", (1, 2)), op="norm"),
+    P("normalize", "F.normalize", [N(3, 4)]),
+    P("normalize-last-dim", "F.normalize", [N(2, 3, 4)], (I(0),), {"dim": -1}, op="normalize"),
+    P("normalize-p1", "F.normalize", [N(3, 4)], (I(0),), {"p": 1.0, "dim": 0}, op="normalize"),
+    P("mm", "torch.mm", [N(3, 4), N(4, 5)]),
+    P("mm-method", "x.mm", [N(2, 3), N(3, 2)], op="mm"),
+    P("bmm", "torch.bmm", [N(2, 3, 4), N(2, 4, 5)]),
+    # the arithmetic methods and functions by name
+    P("add-alpha", "x.add", [N(3, 4), N(4)], (I(0), I(1)), {"alpha": 2.0}, op="add"),
+    P("torch-add-alpha", "torch.add", [N(3, 4), N(3, 4)], (I(0), I(1)), {"alpha": -0.5},
+      op="add"),
+    P("sub-alpha", "torch.sub", [N(3, 4), N(4)], (I(0), I(1)), {"alpha": 3}, op="sub"),
+    P("subtract", "x.subtract", [N(3, 4), N(3, 1)]),
+    P("mul", "x.mul", [N(3, 4), N(4)]),
+    P("multiply", "torch.multiply", [N(3, 4), N(3, 4)]),
+    P("div", "torch.div", [N(3, 4), Pos(4)]),
+    P("divide", "x.divide", [N(3, 4), Pos(3, 1)]),
+    P("div-floor", "x.div", [N(3, 4), Pos(4)], (I(0), I(1)), {"rounding_mode": "floor"}, op="div"),
+    P("div-trunc", "x.div", [N(3, 4), N(4)], (I(0), I(1)), {"rounding_mode": "trunc"}, op="div"),
+    P("div-trunc-int", "torch.div", [Int(-9, 9, 3, 4), Int(-4, -1, 4)], (I(0), I(1)),
+      {"rounding_mode": "trunc"}, op="div"),
+    P("div-trunc-int-positive", "x.div", [Int(-9, 9, 3, 4)], (I(0), 4),
+      {"rounding_mode": "trunc"}, op="div"),
+    P("div-floor-int", "x.div", [Int(-9, 9, 3, 4), Int(1, 4, 4)], (I(0), I(1)),
+      {"rounding_mode": "floor"}, op="div"),
+    P("neg", "x.neg", [N(3, 4)]),
+    P("negative", "torch.negative", [N(3, 4)]),
+    P("square", "x.square", [N(3, 4)]),
+    P("square-int", "torch.square", [Int(-3, 3, 4)], op="square"),
+    # float functions of integers and bools: the default float type, as PyTorch's
+    P("exp-int", "torch.exp", [Int(-2, 3, 4)], op="exp"),
+    P("exp-bool", "x.exp", [Bool(4)], op="exp"),
+    P("sqrt-int", "x.sqrt", [Int(0, 5, 4)], op="sqrt"),
+    P("sin-int", "torch.sin", [Int(-3, 3, 4)], op="sin"),
+    P("logsumexp-int", "x.logsumexp", [Int(-2, 3, 3, 4)], (I(0), 1), op="logsumexp"),
 ]

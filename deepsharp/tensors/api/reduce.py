@@ -32,6 +32,7 @@ def sum(x, dim=None, keepdim=None, *, axis=None, keepdims=None):
 
 
 def mean(x, dim=None, keepdim=None, *, axis=None, keepdims=None):
+    kw.floating("mean", x)
     return _over("mean", "mean", x, dim, keepdim, axis, keepdims)
 
 
@@ -115,6 +116,7 @@ def var(x, dim=None, unbiased=None, keepdim=None, *, correction=None, axis=None,
     numpy's `ddof` is the same number (numpy's default, 0, is not)."""
     if isinstance(dim, bool):  # PyTorch's old var(unbiased) overload
         dim, unbiased = None, dim if unbiased is None else unbiased
+    kw.floating("var", x)
     return _over("var", "var", x, dim, keepdim, axis, keepdims,
                  correction=_correction("var", unbiased, correction, ddof))
 

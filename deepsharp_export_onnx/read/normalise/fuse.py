@@ -1,7 +1,9 @@
 """Decompositions put back together, so a reader meets one node whatever the operator set:
 
 - GELU below operator set 20: x * 0.5 * (1 + Erf(x / sqrt 2)), its products in any order and
-  association (Div by sqrt 2 or Mul by 1/sqrt 2) -> Gelu;
+  association (Div by sqrt 2 or Mul by 1/sqrt 2) -> Gelu; and its tanh form,
+  x * 0.5 * (1 + Tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), the cube as Pow or two Muls
+  -> Gelu(approximate="tanh");
 - LayerNorm below 17: Sub(x, ReduceMean(x)), its square (Pow 2 or Mul by itself), ReduceMean,
   Add epsilon, Sqrt, Div (or Mul by the Reciprocal), then Mul by a scale and Add of a bias (each
   optional) -> LayerNormalization over the axes reduced, ending on the last.
@@ -36,8 +38,12 @@ def _other(node: onnx.NodeProto, value: str) -> str:
 
 
 # -- GELU -------------------------------------------------------------------------------------------
-def _gelu_at(g: Graph, erf: onnx.NodeProto) -> tuple[str, list[onnx.NodeProto], str] | None:
-    """(x, the pattern's nodes, its output) for the GELU around this Erf."""
+# the tanh form's constants, as PyTorch writes them (float32 of 0.044715 and of sqrt(2 / pi))
+CUBIC, ROOT_TWO_OVER_PI = 0.044715, math.sqrt(2.0 / math.pi)
+
+
+def _erf_head(g: Graph, erf: onnx.NodeProto) -> tuple[str, list[onnx.NodeProto]] | None:
+    """(x, nodes) for Erf(x / sqrt 2) (or Erf(x * (1 / sqrt 2)))."""
     scaled = g.producer(erf.input[0])
     if scaled is None or scaled.op_type not in ("Div", "Mul") or len(scaled.input) != 2:
         return None
@@ -46,36 +52,89 @@ def _gelu_at(g: Graph, erf: onnx.NodeProto) -> tuple[str, list[onnx.NodeProto], 
     else:
         x = next((i for i in scaled.input if g.constant(i) is None), "")
         ok = _near(_scalar(g, _other(scaled, x)), 1.0 / math.sqrt(2.0))
-    plus = g.only_reader(erf.output[0], "Add")
-    if not ok or not x or plus is None or not _near(_scalar(g, _other(plus, erf.output[0])), 1.0):
+    return (x, [scaled, erf]) if ok and x else None
+
+
+def _by_constant(g: Graph, node: onnx.NodeProto | None, value: float) -> str | None:
+    """The operand of a Mul by the constant `value` (either side), else None."""
+    if node is None or node.op_type != "Mul" or len(node.input) != 2:
+        return None
+    for i in (0, 1):
+        if _near(_scalar(g, node.input[i]), value) and g.constant(node.input[1 - i]) is None:
+            return node.input[1 - i]
+    return None
+
+
+def _cube_of(g: Graph, value: str) -> tuple[str, list[onnx.NodeProto]] | None:
+    """(x, nodes) for Pow(x, 3), Mul(x, Mul(x, x)) or Mul(Mul(x, x), x)."""
+    node = g.producer(value)
+    if node is None:
+        return None
+    if node.op_type == "Pow" and _near(_scalar(g, node.input[1]), 3.0):
+        return node.input[0], [node]
+    if node.op_type != "Mul" or len(node.input) != 2:
+        return None
+    for x, square_name in (node.input, node.input[::-1]):
+        square = g.producer(square_name)
+        if square is not None and square.op_type == "Mul" and list(square.input) == [x, x]:
+            return x, [square, node]
+    return None
+
+
+def _tanh_head(g: Graph, tanh: onnx.NodeProto) -> tuple[str, list[onnx.NodeProto]] | None:
+    """(x, nodes) for Tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)), products either way round."""
+    scaled = g.producer(tanh.input[0])
+    inner = _by_constant(g, scaled, ROOT_TWO_OVER_PI)
+    plus = g.producer(inner) if inner else None
+    if plus is None or plus.op_type != "Add" or len(plus.input) != 2:
+        return None
+    for x, term in (plus.input, plus.input[::-1]):
+        times = g.producer(term)
+        cubed = _by_constant(g, times, CUBIC)
+        cube = _cube_of(g, cubed) if cubed else None
+        if cube is not None and cube[0] == x:
+            return x, [*cube[1], times, plus, scaled, tanh]
+    return None
+
+
+def _gelu_tail(g: Graph, x: str, inner: onnx.NodeProto) -> tuple[list[onnx.NodeProto], str] | None:
+    """(nodes, output) for 0.5 * x * (1 + inner), its products in any order and association."""
+    plus = g.only_reader(inner.output[0], "Add")
+    if plus is None or not _near(_scalar(g, _other(plus, inner.output[0])), 1.0):
         return None
     first = g.only_reader(plus.output[0], "Mul")
     if first is None:
         return None
     factor = _other(first, plus.output[0])
-    nodes = [scaled, erf, plus, first]
+    nodes = [plus, first]
     if factor == x or _near(_scalar(g, factor), 0.5):  # then one more Mul by the other factor
         last = g.only_reader(first.output[0], "Mul")
         wanted = 0.5 if factor == x else None
         other = _other(last, first.output[0]) if last is not None else ""
         if last is None or (other != x if wanted is None else not _near(_scalar(g, other), 0.5)):
             return None
-        return x, nodes + [last], last.output[0]
+        return nodes + [last], last.output[0]
     half = g.producer(factor)  # Mul(x, 0.5) made first
     if half is None or half.op_type != "Mul" or x not in half.input or \
             not _near(_scalar(g, _other(half, x)), 0.5) or len(g.consumers(factor)) != 1:
         return None
-    return x, nodes + [half], first.output[0]
+    return nodes + [half], first.output[0]
 
 
 def fuse_gelu(g: Graph) -> bool:
+    """Both of PyTorch's decompositions: the Erf form -> Gelu, the tanh form -> Gelu(tanh)."""
     changed = False
-    for erf in [n for n in g.nodes if n.op_type == "Erf"]:
-        found = _gelu_at(g, erf)
-        if found is None or not _inside(g, found[1], found[2]):
+    for node in [n for n in g.nodes if n.op_type in ("Erf", "Tanh")]:
+        head = (_erf_head if node.op_type == "Erf" else _tanh_head)(g, node)
+        tail = _gelu_tail(g, head[0], node) if head is not None else None
+        if tail is None:
             continue
-        x, nodes, out = found
-        fused = helper.make_node("Gelu", [x], [out], name=nodes[0].name, approximate="none")
+        (x, first), (rest, out) = head, tail
+        nodes = first + rest
+        if not _inside(g, nodes, out):
+            continue
+        fused = helper.make_node("Gelu", [x], [out], name=nodes[0].name,
+                                 approximate="none" if node.op_type == "Erf" else "tanh")
         g.replace(nodes, fused)
         changed = True
     return changed

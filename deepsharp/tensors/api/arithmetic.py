@@ -1,0 +1,137 @@
+"""Rounding, remainders, norms and products with PyTorch's names, arguments and meanings
+(the primitives' rules: deepsharp/tensors/ops/rounding.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from deepsharp.errors import OpError
+from deepsharp.tensors import keywords as kw
+from deepsharp.tensors.tensor import Tensor, apply, as_tensor
+
+
+def add(x: Any, other: Any, alpha: Any = 1) -> Tensor:
+    """x + alpha * other (PyTorch's add)."""
+    return apply("add", x, other if _is_one(alpha) else apply("mul", other, alpha))
+
+
+def sub(x: Any, other: Any, alpha: Any = 1) -> Tensor:
+    """x - alpha * other (PyTorch's sub)."""
+    return apply("sub", x, other if _is_one(alpha) else apply("mul", other, alpha))
+
+
+def _is_one(alpha: Any) -> bool:
+    return not isinstance(alpha, Tensor) and alpha == 1
+
+
+def div(x: Any, other: Any, rounding_mode: Any = None) -> Tensor:
+    """x / other; rounding_mode "floor" is floor_divide (`//`), "trunc" the quotient truncated
+    (PyTorch's; integers stay integers in both)."""
+    if rounding_mode is None:
+        return apply("div", x, other)
+    if rounding_mode == "floor":
+        return apply("floor_divide", x, other)
+    if rounding_mode == "trunc":
+        return _trunc_divide(x, other)
+    raise OpError(f"div: rounding_mode must be None, 'trunc' or 'floor', received "
+                  f"{rounding_mode!r}")
+
+
+def _trunc_divide(x: Any, other: Any) -> Tensor:
+    """Floats: trunc(x / other). Integers: the floored quotient, one more where the division
+    was inexact and the quotient negative (so integers stay integers, as PyTorch's)."""
+    if any(as_tensor(t).dtype.kind == "f" for t in (x, other)):
+        return apply("trunc", apply("div", x, other))
+    floored = apply("floor_divide", x, other)
+    inexact = apply("not_equal", apply("remainder", x, other), 0)
+    negative = apply("less", apply("div", x, other), 0)
+    return apply("where", apply("logical_and", inexact, negative), apply("add", floored, 1),
+                 floored)
+
+
+def round(x: Tensor, decimals: Any = 0) -> Tensor:
+    """Half to even (PyTorch's and numpy's rule); `decimals` other than 0 is refused: PyTorch
+    scales by 10**decimals in the tensor's own type, a rounding of its own."""
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals != 0:
+        raise OpError(f"round: decimals={decimals!r} is not supported (only 0); write "
+                      f"(x * 10**d).round() / 10**d for the rounding it stands for")
+    return apply("round", x)
+
+
+def erf(x: Tensor) -> Tensor:
+    """erf(x); an integer tensor is read as the default float type (PyTorch's: promotion.FLOATING)."""
+    return apply("erf", x)
+
+
+def isfinite(x: Tensor) -> Tensor:
+    """Neither NaN nor infinite (every integer is finite)."""
+    return apply("logical_not", apply("logical_or", apply("isnan", x), apply("isinf", x)))
+
+
+def reciprocal(x: Tensor) -> Tensor:
+    """1 / x; an integer tensor gives the default float type (PyTorch's)."""
+    return apply("div", 1.0, x)
+
+
+def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: Any = None, dtype: Any = None, *,
+         axis: Any = None, keepdims: Any = None, op: str = "norm") -> Tensor:
+    """PyTorch's vector norm over `dim` (every axis when None): p = 2 or "fro" the Euclidean
+    norm, 1 the sum of magnitudes, inf / -inf the largest / smallest magnitude. Other p (and the
+    matrix norm "nuc") are refused by name. The gradient at a zero norm is zero, as PyTorch's."""
+    if dtype is not None:
+        x = x.to(dtype)
+    kw.floating(op, x)
+    axes = kw.dims(op, dim, axis, x.ndim)
+    keep = int(kw.keep(op, keepdim, keepdims))
+    order = _order(op, p, axes)
+    if order in (1, 2):
+        return apply("norm", x, p=order, axes=axes, keepdims=keep)
+    magnitudes = apply("abs", x)
+    return apply("max" if order > 0 else "min", magnitudes, axes=axes, keepdims=keep)
+
+
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: Any = False, *,
+                dtype: Any = None) -> Tensor:
+    """torch.linalg.vector_norm: `norm` with its argument named `ord`."""
+    return norm(x, ord, dim, keepdim, dtype, op="vector_norm")
+
+
+def _order(op: str, p: Any, axes: tuple[int, ...]) -> float:
+    if p == "fro":
+        if len(axes) > 2:
+            raise OpError(f"{op}: p='fro' takes at most two dims, received {len(axes)}")
+        return 2
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or \
+            float(p) not in (1.0, 2.0, math.inf, -math.inf):
+        raise OpError(f"{op}: p={p!r} is not supported; give 1, 2, 'fro', inf or -inf")
+    return float(p)
+
+
+def normalize(x: Tensor, p: Any = 2.0, dim: Any = 1, eps: float = 1e-12) -> Tensor:
+    """PyTorch's F.normalize: x / max(norm(x, p, dim, keepdim=True), eps). As PyTorch's, the
+    default dim is 1 (for a channels-last series or image, the channels are dim=-1)."""
+    return x / norm(x, p, dim, keepdim=True, op="normalize").clamp(min=float(eps))
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    """The product of two matrices (both 2-d, as PyTorch's torch.mm)."""
+    return _product("mm", 2, a, b)
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """Batched products of matrices: (B, n, m) @ (B, m, p), no broadcasting (torch.bmm)."""
+    if a.ndim == 3 and b.ndim == 3 and a.shape[0] != b.shape[0]:
+        raise OpError(f"bmm: the batches differ, received {tuple(a.shape)} and "
+                      f"{tuple(b.shape)} (bmm does not broadcast; matmul does)")
+    return _product("bmm", 3, a, b)
+
+
+def _product(op: str, rank: int, a: Tensor, b: Tensor) -> Tensor:
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.ndim != rank or b.ndim != rank:
+        shapes = [tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__ for t in (a, b)]
+        raise OpError(f"{op}: needs two {rank}-d tensors, received {shapes[0]} and {shapes[1]}")
+    return apply("matmul", a, b)
+
