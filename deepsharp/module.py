@@ -44,6 +44,8 @@ class Parameter(Tensor):
     """A tensor a module trains. `frozen=True` keeps it out of training (its gradient is never
     taken), as a low-rank adapter freezes the kernel beside it."""
 
+    _grad_home = None  # where backward may write the next gradient (Adam.zero_grad gives one)
+
     def __init__(self, data: Any, frozen: bool = False) -> None:
         super().__init__(data, requires_grad=not frozen)
 

@@ -197,6 +197,19 @@ class Adam(Optimizer):
         _check(owner, "eps", eps)
         self.betas, self.eps = (float(betas[0]), float(betas[1])), float(eps)
 
+    def zero_grad(self) -> None:
+        """Empty every gradient; once the step runs over flat buffers, also give each parameter a
+        place in a new gradient buffer, where a backward rule able to (`grad_out`) writes its next
+        gradient, so the step reads it there instead of gathering it. A new buffer each time: a
+        gradient kept from an earlier step is never written over."""
+        super().zero_grad()
+        flat = getattr(self, "_flat_moments", None)
+        if flat is not None:
+            by_name = dict(self.params)
+            for name, home in zip(flat.names, flat.new_grad()):
+                if name in by_name:
+                    by_name[name]._grad_home = home
+
     def step(self) -> None:
         """Every parameter's update in one pass over flat buffers (`_flat_step`) when they share
         one float type and one step count, else parameter by parameter: the same numbers."""
@@ -223,7 +236,7 @@ class Adam(Optimizer):
         if flat is None:
             return False
         b1, b2 = self.betas
-        g = flat.gather([p.grad for _, p in live], flat.grad)
+        g = flat.gradients([p.grad for _, p in live])
         if self.decoupled:
             for _, p in live:
                 p._data *= np.asarray(1 - self.lr * self.weight_decay, dt)
@@ -349,6 +362,7 @@ class _FlatMoments:
         self.exp_avg = np.zeros(total, dtype)
         self.exp_avg_sq = np.zeros(total, dtype)
         self.grad = np.empty(total, dtype)
+        self.grad_views = self.views(self.grad)
         self.work = np.empty(total, dtype)
         self.exp_avg_views = self.views(self.exp_avg)
         self.exp_avg_sq_views = self.views(self.exp_avg_sq)
@@ -387,5 +401,22 @@ class _FlatMoments:
             start += size
         return parts
 
-    def gather(self, arrays: list[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
-        return np.concatenate([a.reshape(-1) for a in arrays], out=out)
+    def gather(self, arrays: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate([a.reshape(-1) for a in arrays])
+
+    def new_grad(self) -> list[np.ndarray]:
+        """A new gradient buffer; its views, one per parameter."""
+        self.grad = np.empty_like(self.grad)
+        self.grad_views = self.views(self.grad)
+        return self.grad_views
+
+    def gradients(self, grads: list[np.ndarray]) -> np.ndarray:
+        """The gradients in the flat gradient buffer: those written into their place there
+        (`new_grad`) are in it already, the others are copied in."""
+        placed = [grad is view for grad, view in zip(grads, self.grad_views)]
+        if not any(placed):
+            return np.concatenate([g.reshape(-1) for g in grads], out=self.grad)
+        for grad, view, done in zip(grads, self.grad_views, placed):
+            if not done:
+                view[...] = grad
+        return self.grad

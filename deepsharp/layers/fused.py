@@ -6,6 +6,7 @@ primitive computes in less work:
 - conv1d/2d/3d -> relu -> max_pool1d/2d/3d runs as `conv_relu_max_pool` when the convolution has
   stride 1, dilation 1 and one group, and the pool's windows lie side by side (stride = window)
   with no border and no dilation.
+- dense (with a bias) -> relu runs as `matmul_add_relu`.
 
 The steps, their places, their parameters and what a writer exports stay as they are: only the
 eager run changes. A pass a tracer records is never fused (the graph holds the three nodes), and
@@ -51,11 +52,24 @@ def conv_relu_pool_attrs(steps: Sequence[Step], lengths: tuple[int, ...]) -> dic
     return {"pads": pads, "pool": window}
 
 
+def dense_relu(steps: Sequence[Step], x) -> bool:
+    """Whether `steps` are a dense layer with a bias and a relu that `matmul_add_relu` can run on x
+    (what the dense layer alone would run as `matmul_add`)."""
+    dense, relu = steps
+    return dense.kind == "dense" and dense.spec.bias and relu.kind == "relu" and x.ndim >= 2
+
+
 def run_steps(steps: Sequence[Step], flow: Flow) -> Flow:
-    """Each step's `call` in turn, a fusable run of three steps as one primitive."""
+    """Each step's `call` in turn, a fusable run of two or three steps as one primitive."""
     fuse = modes.may_fuse()
     i = 0
     while i < len(steps):
+        if (fuse and flow.mask is None and i + 1 < len(steps)
+                and dense_relu(steps[i:i + 2], flow.value)):
+            dense = steps[i]
+            flow = Flow(apply("matmul_add_relu", flow.value, dense.weight, dense.bias))
+            i += 2
+            continue
         if fuse and flow.mask is None and i + 2 < len(steps) and steps[i].kind in CONVS:
             attrs = conv_relu_pool_attrs(steps[i:i + 3], flow.value.shape[1:-1])
             if attrs is not None:

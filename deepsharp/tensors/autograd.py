@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors.primitives import _needs_input_grad, lookup
+from deepsharp.tensors.primitives import _grad_out, _needs_input_grad, lookup
 from deepsharp.tensors.tensor import Record, Tensor
 from deepsharp.tensors.versions import check_current, check_saved
 
@@ -70,10 +70,17 @@ def _run_backward(record: Record, grads: list[np.ndarray | None],
     arrays = [t._data for t in record.inputs]
     given = filled if prim.outputs > 1 else filled[0]
     token = _needs_input_grad.set(tuple(edge[2] for edge in record.edges))
+    homes = _homes(record) if prim.fresh else None
+    out_token = _grad_out.set(homes) if homes is not None else None
     try:
         input_grads = prim.backward(given, record.saved, *arrays, **record.attrs)
     finally:
         _needs_input_grad.reset(token)
+        if out_token is not None:
+            _grad_out.reset(out_token)
+            for tensor, home in zip(record.inputs, homes):
+                if home is not None:
+                    tensor._grad_home = None  # used once: the next gradient accumulates
     for tensor, (parent, index, requires_grad), g in zip(record.inputs, record.edges, input_grads):
         if g is None or not requires_grad:
             continue
@@ -83,6 +90,23 @@ def _run_backward(record: Record, grads: list[np.ndarray | None],
         slots = pending.setdefault(id(parent), [None] * len(parent.shapes))
         current = slots[index]
         slots[index] = g if current is None else current + g
+
+
+def _homes(record: Record) -> tuple[np.ndarray | None, ...] | None:
+    """Where the rule may write each input's gradient (`grad_out`): a parameter's place in its
+    optimizer's next gradient buffer (`Parameter._grad_home`, given by `Adam.zero_grad`), offered
+    while its `.grad` is empty, outside a thread's sink, and to an input the record holds once
+    (else two gradients would share one place); None when there is nothing to offer."""
+    homes, found = [], False
+    for tensor, (parent, _, requires_grad) in zip(record.inputs, record.edges):
+        home = getattr(tensor, "_grad_home", None) if parent is None and requires_grad else None
+        if home is not None and (tensor.grad is not None or leaf_sink.get() is not None
+                                 or home.shape != tensor.shape or home.dtype != tensor.dtype
+                                 or sum(t is tensor for t in record.inputs) != 1):
+            home = None
+        homes.append(home)
+        found = found or home is not None
+    return tuple(homes) if found else None
 
 
 # A thread's own place for leaf gradients (deepsharp.parallel): {id(leaf): (leaf, gradient)}.

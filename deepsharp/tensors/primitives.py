@@ -79,6 +79,19 @@ def needs_input_grad(index: int) -> bool:
     return needs is None or needs[index]
 
 
+
+_grad_out: ContextVar[tuple[np.ndarray | None, ...] | None] = ContextVar(
+    "deepsharp_grad_out", default=None)
+
+
+def grad_out(index: int) -> np.ndarray | None:
+    """Inside a backward rule: an array to write input `index`'s gradient into (`out=`), or None
+    (make a new one). Autograd offers a parameter's place in its optimizer's flat gradient buffer
+    (`Adam.zero_grad`), so the optimizer reads the gradient there without gathering it; only a
+    `fresh` rule may use it, and only for a gradient it makes whole."""
+    outs = _grad_out.get()
+    return None if outs is None else outs[index]
+
 def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Sum `grad` down to `shape`, undoing numpy broadcasting."""
     if grad.shape == tuple(shape):

@@ -47,3 +47,5 @@ case("cross_entropy_loss")(lambda: ([normal(4, 3), np.array([[0.2, 0.5, 0.3]] * 
 case("cross_entropy_ids_loss")(lambda: ([normal(2, 4, 3), np.array([[0, 2, 1, 2], [1, 1, 0, 2]])], {}))
 case("matmul_add", "rows")(lambda: ([normal(3, 4), normal(4, 5), normal(5)], {}))
 case("matmul_add", "batched")(lambda: ([normal(2, 3, 4), normal(4, 5), normal(5)], {}))
+case("matmul_add_relu", "rows")(lambda: ([normal(3, 4), normal(4, 5), normal(5)], {}))
+case("matmul_add_relu", "batched")(lambda: ([normal(2, 3, 4), normal(4, 5), normal(5)], {}))

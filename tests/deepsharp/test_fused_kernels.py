@@ -182,6 +182,61 @@ def test_flat_adam_picks_up_a_loaded_state():
         np.testing.assert_array_equal(p._data, expected)
 
 
+
+
+def _dense_grads(network, x, optimizer=None, rounds: int = 1):
+    """The parameters' gradients after `rounds` backward passes that follow the optimizer's
+    zero_grad (without one: gradients and places emptied by hand)."""
+    if optimizer is not None:
+        optimizer.zero_grad()
+    for _, p in network.named_parameters():
+        if optimizer is None:
+            p.grad, p._grad_home = None, None
+    for _ in range(rounds):
+        y = network.call(Flow(Tensor(x))).value
+        (y * y).sum().backward()
+    return {name: p.grad for name, p in network.named_parameters()}
+
+
+def test_dense_gradients_are_written_into_adams_buffer_with_the_same_numbers():
+    """After a first flat step, zero_grad gives each parameter a place in a new gradient buffer:
+    matmul_add's rule writes the weight and bias gradients there (the step gathers nothing), the
+    numbers are those made without it, and a gradient kept from the step before is not written
+    over; a second backward pass without zero_grad accumulates as ever."""
+    from deepsharp import Adam
+
+    network = (Sequential().dense(4).relu().dense(3)).lower(Shape(5), RandomStream(0))
+    x = np.random.default_rng(8).standard_normal((6, 5)).astype(np.float32)
+    optimizer = Adam(1e-2, parameters=network.trainable_parameters())
+    first = _dense_grads(network, x, optimizer)
+    assert all(g.base is None for g in first.values())  # no flat buffer before the first step
+    kept = {name: g.copy() for name, g in first.items()}
+    optimizer.step()
+    placed = _dense_grads(network, x, optimizer)
+    assert all(g.base is optimizer._flat_moments.grad for g in placed.values())
+    for name in first:
+        np.testing.assert_array_equal(first[name], kept[name], err_msg=name)  # not written over
+    twice = {n: g.copy() for n, g in _dense_grads(network, x, optimizer, rounds=2).items()}
+    plain = _dense_grads(network, x)
+    for name in plain:
+        np.testing.assert_array_equal(placed[name], plain[name], err_msg=name)
+        np.testing.assert_array_equal(twice[name], plain[name] + plain[name], err_msg=name)
+
+
+def test_a_gradient_place_is_not_offered_to_an_input_given_twice():
+    from deepsharp import Parameter
+
+    w = Parameter(np.arange(9, dtype=np.float32).reshape(3, 3) / 9)
+    b = Parameter(np.ones(3, np.float32))
+    grads = []
+    for home in (np.full((3, 3), np.nan, np.float32), None):
+        w.grad = b.grad = None
+        w._grad_home = home
+        apply("matmul_add", w, w, b).sum().backward()
+        grads.append(w.grad)
+    np.testing.assert_array_equal(*grads)
+    assert w._grad_home is None
+
 # -- GELU without scipy's erf -------------------------------------------------------------------
 def test_erf32_is_within_its_stated_error_of_float64_erf():
     from scipy.special import erf
@@ -226,6 +281,28 @@ def test_matmul_add_matches_matmul_and_add(shape):
         results.append((y._data, x.grad, w.grad, b.grad))
     for got, expected in zip(*results):
         np.testing.assert_allclose(got, expected, rtol=RTOL, atol=RTOL * np.abs(expected).max())
+
+
+
+@pytest.mark.parametrize("shape", [(6, 5), (2, 3, 5)])
+def test_a_network_runs_dense_relu_fused_with_the_numbers_of_its_steps(shape):
+    """matmul_add_relu against the dense layer's matmul_add and the relu: the same numbers, bit for
+    bit (the same products and the same relu), values and every gradient."""
+    network = (Sequential().dense(4).relu().dense(4, bias=False).relu().dense(3)
+               .lower(Shape(*shape[1:]), RandomStream(0)))
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    results = []
+    for fused in (False, True):
+        for _, p in network.named_parameters():
+            p.grad = None
+        t = Tensor(x, requires_grad=True)
+        y = network.call(Flow(t)).value if fused else _step_by_step(network, Flow(t))
+        (y * y).sum().backward()
+        ops = _ops(y)
+        assert ("matmul_add_relu" in ops) == fused and "relu" in ops  # (no bias: not fused)
+        results.append([y._data, t.grad] + [p.grad for _, p in network.named_parameters()])
+    for got, expected in zip(*results):
+        np.testing.assert_array_equal(got, expected)
 
 
 # -- layer norm in fewer passes -----------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Matrix products: `matmul` (numpy's, batch axes broadcast) and `matmul_add` (x @ w + b fused).
+"""Matrix products: `matmul` (numpy's, batch axes broadcast), `matmul_add` (x @ w + b fused) and
+`matmul_add_relu` (max(x @ w + b, 0): a dense layer and the relu after it).
 
 A product of a batch of rows by one matrix, (..., n, k) @ (k, m), is folded into one 2-D product
 (one BLAS call over every row) each way, rather than numpy's loop of products per leading index.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors.primitives import needs_input_grad, primitive, unbroadcast
+from deepsharp.tensors.primitives import grad_out, needs_input_grad, primitive, unbroadcast
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -57,4 +58,21 @@ class MatMulAdd:
     def backward(grad, saved, x, w, b):
         g = _rows(grad)
         gx = (g @ w.T).reshape(x.shape) if needs_input_grad(0) else None
-        return gx, _rows(x).T @ g, g.sum(axis=0)
+        # (the weight's and bias's gradients straight into the optimizer's buffer when offered)
+        return gx, np.matmul(_rows(x).T, g, out=grad_out(1)), g.sum(axis=0, out=grad_out(2))
+
+
+@primitive("matmul_add_relu", fresh=True)
+class MatMulAddRelu:
+    """max(x @ w + b, 0): `matmul_add` and the relu after it as one primitive, the relu taken in
+    place in the product (no second array, one primitive to record and run back). A network runs
+    it only when no tracer records (fused.py); the tests hold it to matmul_add and relu."""
+
+    def forward(x, w, b):
+        y, _ = MatMulAdd.forward(x, w, b)
+        np.maximum(y, 0, out=y)
+        return y, y
+
+    def backward(grad, y, x, w, b):
+        # relu's rule (grad where its input > 0): y > 0 exactly where x @ w + b > 0
+        return MatMulAdd.backward(grad * (y > 0), None, x, w, b)
