@@ -54,6 +54,17 @@ def _reduction(name: str):
     return method
 
 
+def _unary(name: str):
+    """The method applying primitive `name` to the tensor alone."""
+
+    def method(self):
+        return _apply(name, self)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"{name}(x), elementwise (docs/tensors.md)."
+    return method
+
+
 class TensorMethods:
     __slots__ = ()
     __hash__ = object.__hash__  # identity, as PyTorch's: code keys dicts and sets by tensors
@@ -122,11 +133,13 @@ class TensorMethods:
     def masked_fill(self, mask, value): return api.select.masked_fill(self, mask, value)
 
     # -- elementwise functions --------------------------------------------------------------
-    def sign(self): return _apply("sign", self)
-    def log1p(self): return _apply("log1p", self)
-    def rsqrt(self): return _apply("rsqrt", self)
-    def sin(self): return _apply("sin", self)
-    def cos(self): return _apply("cos", self)
+    (sign, log1p, rsqrt, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, floor,
+     ceil, trunc, isnan, isinf, neg) = (_unary(n) for n in (
+        "sign", "log1p", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+        "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "isnan", "isinf", "neg"))
+    arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+    fix, negative = trunc, neg
+
     def __abs__(self): return _apply("abs", self)
     def __pos__(self): return self
     def pow(self, exponent): return _apply("pow", self, exponent)
@@ -139,28 +152,10 @@ class TensorMethods:
     def div(self, other, *, rounding_mode=None):
         return api.arithmetic.div(self, other, rounding_mode)
     subtract, multiply, divide, true_divide = sub, mul, div, div
-    def neg(self): return _apply("neg", self)
-    negative = neg
     def square(self): return _apply("mul", self, self)
-    def tan(self): return _apply("tan", self)
-    def asin(self): return _apply("asin", self)
-    def acos(self): return _apply("acos", self)
-    def atan(self): return _apply("atan", self)
-    def sinh(self): return _apply("sinh", self)
-    def cosh(self): return _apply("cosh", self)
-    def asinh(self): return _apply("asinh", self)
-    def acosh(self): return _apply("acosh", self)
-    def atanh(self): return _apply("atanh", self)
-    arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
-    def floor(self): return _apply("floor", self)
-    def ceil(self): return _apply("ceil", self)
-    def trunc(self): return _apply("trunc", self)
-    fix = trunc
     def round(self, decimals=0): return api.arithmetic.round(self, decimals)
     def erf(self): return api.arithmetic.erf(self)
     def reciprocal(self): return api.arithmetic.reciprocal(self)
-    def isnan(self): return _apply("isnan", self)
-    def isinf(self): return _apply("isinf", self)
     def isfinite(self): return api.arithmetic.isfinite(self)
 
     def _divide(self, op: str, other: Any, reflected: bool = False) -> Any:

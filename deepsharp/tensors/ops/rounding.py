@@ -49,25 +49,22 @@ def _no_zero_divisor(op: str, a: np.ndarray, b: np.ndarray) -> None:
         raise OpError(f"{op}: integer division by zero (PyTorch refuses it too)")
 
 
-@primitive("remainder")
-class Remainder:
-    def forward(a, b):
-        _no_zero_divisor("remainder", a, b)
-        return np.remainder(a, b), None
+def _remainder(name: str, fn, quotient):
+    """a - quotient(a, b) * b: grad to a, -grad * quotient(a, b) to b."""
 
-    def backward(grad, saved, a, b):
-        return (unbroadcast(grad, a.shape),
-                unbroadcast(-grad * np.floor_divide(a, b), b.shape))
+    class Remainder:
+        def forward(a, b):
+            _no_zero_divisor(name, a, b)
+            return fn(a, b), None
+
+        def backward(grad, saved, a, b):
+            return (unbroadcast(grad, a.shape), unbroadcast(-grad * quotient(a, b), b.shape))
+
+    return Remainder
 
 
-@primitive("fmod")
-class Fmod:
-    def forward(a, b):
-        _no_zero_divisor("fmod", a, b)
-        return np.fmod(a, b), None
-
-    def backward(grad, saved, a, b):
-        return (unbroadcast(grad, a.shape), unbroadcast(-grad * np.trunc(a / b), b.shape))
+primitive("remainder")(_remainder("remainder", np.remainder, np.floor_divide))
+primitive("fmod")(_remainder("fmod", np.fmod, lambda a, b: np.trunc(a / b)))
 
 
 @primitive("floor_divide")
