@@ -10,7 +10,8 @@ from deepsharp.compiled import available, compiled
 from deepsharp.errors import SpecError
 from deepsharp.tensors import Tensor, apply
 
-pytestmark = pytest.mark.skipif(not available(), reason="numba (deepsharp[speed]) not installed")
+# `make test` installs the speed extra: without numba these tests fail here, loudly, not skip
+assert available(), "numba is missing: install the test extra (pip install -e '.[test]')"
 
 
 def _adam_run(make, on: bool) -> list[np.ndarray]:
