@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-
 from deepsharp import memory
 
 GLIBC = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc") \
