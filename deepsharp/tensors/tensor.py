@@ -325,7 +325,7 @@ class Tensor(TensorMethods):
 # the functions with an in-place twin `name_` (PyTorch's): the function's result written into the
 # tensor (inplace.rewrite), with the function's values and gradients
 IN_PLACE = ("clamp", "clip", "masked_fill", "relu", "sigmoid", "tanh", "exp", "log", "sqrt",
-            "abs", "neg", "pow", "add", "sub", "mul", "div", "square", "floor", "ceil", "round", "trunc", "sign", "remainder", "fmod",
+            "abs", "neg", "pow", "square", "floor", "ceil", "round", "trunc", "sign", "remainder", "fmod",
             "reciprocal", "sin", "cos", "rsqrt", "log1p", "erf", "tan", "asin", "acos", "atan",
             "sinh", "cosh", "asinh", "acosh", "atanh", "lerp", "nan_to_num", "addmm")
 
@@ -339,7 +339,7 @@ def _in_place_twin(name: str):
     return method
 
 
-for _name in IN_PLACE:
+for _name in IN_PLACE:  # (add_, sub_, mul_, div_ are Tensor's own: inplace.update)
     setattr(Tensor, f"{_name}_", _in_place_twin(_name))
 
 
