@@ -71,6 +71,33 @@ def test_float16_weights_halve_the_graph_within_the_bound(case):
     np.testing.assert_allclose(reference, network.predict(rows, loss), atol=half)
 
 
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_float16_graph_reads_back_as_the_network_it_runs(case):
+    """Its weights widen exactly (float16 -> float32): the network read answers what ONNX Runtime
+    answers for the float16 graph, and exports the float32 graph of those weights again."""
+    from deepsharp_export_onnx import OnnxFile
+    from tests.support.onnx_check import run_ort
+
+    network, loss, rows, _, data, _ = _export(case, weights="float16")
+    back = OnnxFile(loss).read(data)
+    assert set(back.state_dict()) == set(network.state_dict())
+    runtime = run_ort(data, rows)
+    np.testing.assert_allclose(back.predict(rows, loss), runtime, rtol=0, atol=1e-5)
+    for name, value in back.state_dict().items():  # every weight on float16's grid
+        assert value.dtype == np.float32
+        np.testing.assert_array_equal(value, value.astype(np.float16).astype(np.float32), name)
+
+
+def test_an_int8_graph_is_refused_by_name_when_read():
+    """Its activations are quantized at run time: a float32 network of the dequantized weights
+    would answer otherwise than the graph, so it is refused, naming the node."""
+    from deepsharp_export_onnx import ImportRefused, OnnxFile
+
+    *_, data, _ = _export("mlp", quantize="dynamic")
+    with pytest.raises(ImportRefused, match="DynamicQuantizeLinear"):
+        OnnxFile(BinaryCrossEntropy()).read(data)
+
+
 def test_float16_keeps_the_graphs_own_constants_float32():
     *_, data, _ = _export("encoder", weights="float16")
     model = onnx.load_from_string(data)
