@@ -28,7 +28,7 @@ import numpy as np
 from safetensors.numpy import load as _deserialize
 from safetensors.numpy import save as _serialize
 
-from deepsharp.errors import StateError
+from deepsharp.errors import SaveError, StateError
 from deepsharp.files import read_regular, write_atomic
 
 FORMAT_NETWORK = "deepsharp.network/1"
@@ -176,6 +176,14 @@ def save(network: Any, path: Any) -> None:
     if not hasattr(network, "spec") or not hasattr(network, "input_shape"):
         save_weights(network, path)
         return
+    if getattr(network, "preparation", None) is not None:
+        # the file holds the stack, not the fitted preparation: loaded, the network would take
+        # prepared rows where it took raw ones, and a graph exported from it would too
+        raise SaveError(f"cannot save {path}: the network carries a preparation "
+                        f"({type(network.preparation).__name__}), which a network file does not "
+                        f"hold; export it to ONNX, whose graph holds both (OnnxExport(...).write), "
+                        f"or drop it from the network first (network.with_preparation(None)) "
+                        f"to save the stack alone")
     metadata = {
         "format": FORMAT_NETWORK,
         "spec": network.spec.to_json(),

@@ -93,3 +93,23 @@ def test_module_weights_round_trip(tmp_path):
     target.load_weights(path)
     for key, value in source.state_dict().items():
         np.testing.assert_array_equal(target.state_dict()[key], value)
+
+
+def test_a_network_carrying_a_preparation_is_not_saved_without_it(tmp_path):
+    """A network file holds the stack, not the fitted preparation: saving would lose it (the
+    network loaded would take prepared rows where it took raw ones), so save refuses by name and
+    writes nothing; once the preparation is dropped, the stack saves."""
+    from deepsharp.errors import SaveError
+    from deepsharp.preparation import Standardizer
+
+    network = _network()
+    path = tmp_path / "model.safetensors"
+    network.save(path)
+    before = path.read_bytes()
+    rows = np.random.default_rng(1).standard_normal((20, 4)).astype(np.float32)
+    network.with_preparation(Standardizer.fit(rows))
+    with pytest.raises(SaveError, match="carries a preparation \\(Standardizer\\)"):
+        network.save(path)
+    assert path.read_bytes() == before
+    network.with_preparation(None).save(path)
+    assert deepsharp.load(path).preparation is None
