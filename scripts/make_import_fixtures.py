@@ -153,6 +153,20 @@ class LstmLast(nn.Module):
         return self.fc(h[-1])
 
 
+class TimeMajorLstm(nn.Module):
+    """nn.LSTM with PyTorch's default batch_first=False: series (steps, batch, channels), read out
+    by h_n[-1] (read with OnnxFile(loss, series="batch_first"))."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.LSTM(5, 8, num_layers=2)
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        _, (h, _) = self.rnn(x)
+        return self.fc(h[-1])
+
+
 class LstmOutLast(nn.Module):
     """An LSTM read out by its output at the last step, out[:, -1]."""
 
@@ -250,6 +264,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "conv1d_series": (Conv1dSeries, _normal(BATCH, 4, 12), {}, {}),
     "lstm": (lambda: LstmLast(1), _normal(BATCH, 7, 5), {1: "steps"}, {}),
     "lstm2": (lambda: LstmLast(2), _normal(BATCH, 7, 5), {1: "steps"}, {}),
+    "lstm_time_major": (TimeMajorLstm, _normal(7, BATCH, 5), {0: "steps", 1: "batch"}, {}),
     "lstm_out_last": (LstmOutLast, _normal(BATCH, 7, 5), {1: "steps"}, {}),
     "bigru_tagger": (BiGruTagger, _normal(BATCH, 7, 5), {1: "steps"}, {1: "steps"}),
     "bigru_last": (BiGruLast, _normal(BATCH, 7, 5), {1: "steps"}, {}),

@@ -142,7 +142,7 @@ class OnnxFile:
     last node must be)."""
 
     def __init__(self, loss: Loss, output: str | None = None,
-                 data_format: str | None = None) -> None:
+                 data_format: str | None = None, series: str | None = None) -> None:
         """Args:
             loss: the loss the network is trained with; the graph's last node must be its
                 output activation (a Sigmoid for BinaryCrossEntropy, ...).
@@ -150,6 +150,9 @@ class OnnxFile:
                 and probabilities); None for a graph with one.
             data_format: None to take and give values in the order the graph does (a PyTorch
                 CNN's images channels-first), or "channels_last" / "channels_first" to choose.
+            series: None, or "batch_first" to read a graph taking its series time-major
+                (steps, batch, channels: PyTorch's nn.LSTM/nn.GRU with batch_first=False) as a
+                network taking them batch-first (read/normalise/series.py).
         """
         if not isinstance(loss, Loss) or OUTPUT_READERS.lookup(loss) is None:
             raise ImportRefused([f"loss must be one of {OUTPUT_READERS.names()}, received {loss!r}"],
@@ -160,9 +163,13 @@ class OnnxFile:
         if data_format not in (None, *DATA_FORMATS):
             raise ImportRefused([f"data_format must be None or one of {DATA_FORMATS}, received "
                                  f"{data_format!r}"], headline="OnnxFile: bad arguments")
+        if series not in (None, "batch_first"):
+            raise ImportRefused([f"series must be None or 'batch_first', received {series!r}"],
+                                headline="OnnxFile: bad arguments")
         self.loss = loss
         self.output = output
         self.data_format = data_format
+        self.series = series
 
     def read(self, source: str | os.PathLike | BinaryIO | bytes | onnx.ModelProto, *,
              folder: str | os.PathLike | None = None) -> Network:
@@ -189,7 +196,7 @@ class OnnxFile:
 
     def _read(self, model: onnx.ModelProto) -> Network:
         model, preparation = split_preparation(model)  # raw rows' steps, if any
-        view = GraphView(normalise(model, self.output))
+        view = GraphView(normalise(model, self.output, self.series))
         end = ends(view, self.data_format)
         faults: list[str] = []
         try:

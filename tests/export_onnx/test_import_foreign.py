@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.support.foreign import (
-    MODELS, OWN_OUTPUT, Foreign, fixture_names, loss_value, run_graph, same_signature, tolerance, train,
+    MODELS, OWN_OUTPUT, TIME_MAJOR, Foreign, fixture_names, loss_value, run_graph, same_signature, tolerance, train,
 )
 
 NAMES = fixture_names()
@@ -31,6 +31,9 @@ def test_reads_matches_and_exports_again(name):
     if own is not None:  # the output differs by design; the input is the graph's
         assert ours[1][2] == own
         original, ours = original[:1], ours[:1]
+    if name.split(".")[0] in TIME_MAJOR:  # the input taken batch-first, by request
+        (x_name, elem, (steps, batch, width)), *rest = original
+        original = [(x_name, elem, (batch, steps, width)), *rest]
     assert same_signature(original, ours) == []
     np.testing.assert_allclose(run_graph(again, case.x), case.y, rtol=0, atol=tolerance(case.y))
 
@@ -96,3 +99,16 @@ def test_the_graphs_names_come_back_unless_the_exporter_is_told_others():
     assert [again.graph.input[0].name, again.graph.output[0].name] == ["pixels", "scores"]
     told = OnnxExport(network.input_shape, input_name="x").to_model(network, case.loss)
     assert [told.graph.input[0].name, told.graph.output[0].name] == ["x", "scores"]
+
+
+def test_a_time_major_graph_is_read_only_when_asked_and_says_how():
+    from deepsharp import MeanSquaredError
+    from deepsharp_export_onnx import ImportRefused, OnnxFile
+
+    case = Foreign.load("lstm_time_major.ts17")
+    with pytest.raises(ImportRefused, match="OnnxFile\\(loss, series='batch_first'\\)"):
+        OnnxFile(case.loss).read(case.model)
+    with pytest.raises(ImportRefused, match="series must be None or 'batch_first'"):
+        OnnxFile(MeanSquaredError(), series="time_major")
+    network = case.read()
+    assert network.predict(case.x, case.loss).shape == (case.x.shape[0], 2)  # batch-first

@@ -115,7 +115,8 @@ def test_a_time_major_series_is_refused_at_its_lstm():
         "node '/rnn/LSTM' (LSTM): lstm reads a batch-major series (batch, steps, channels) turned "
         "time-major by Transpose [1, 0, 2] just before the node; this one reads 'input' as it is "
         "(a graph taking its series time-major, as nn.LSTM(batch_first=False) is exported, is "
-        "not read: export it with batch_first=True)")
+        "read as a network taking them batch-first when asked: OnnxFile(loss, "
+        "series='batch_first'))")
     assert len(caught.value.faults) == 1  # and nothing after it refused again
 
 

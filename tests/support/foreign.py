@@ -33,6 +33,7 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "lstm": (MeanSquaredError(), None),
     "lstm2": (MeanSquaredError(), None),
     "lstm_out_last": (MeanSquaredError(), None),
+    "lstm_time_major": (MeanSquaredError(), None),
     "bigru_tagger": (MeanSquaredError(), None),
     "bigru_last": (BinaryCrossEntropy(), None),
     "embedding_lstm": (MeanSquaredError(), None),
@@ -43,6 +44,9 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "skl_regressor": (MeanSquaredError(), None),
     "skl_binary": (BinaryCrossEntropy(), "probabilities"),
 }
+# graphs taking their series time-major (nn.LSTM's default), read with series="batch_first": the
+# network, and so `x` here, take them batch-first
+TIME_MAJOR = {"lstm_time_major"}
 # where the network read answers otherwise than the graph, by design: the output's dims it gives
 OWN_OUTPUT = {
     # both classes' probabilities (1 - p, p) read as BinaryCrossEntropy's one, p
@@ -70,11 +74,12 @@ class Foreign:
         family = name.split(".")[0]
         arrays = np.load(FOREIGN / f"{family}.npz")
         loss, output = MODELS[family]
-        return cls(name, onnx.load(FOREIGN / f"{name}.onnx"), arrays["x"], arrays["y"], loss,
-                   output)
+        x = arrays["x"].transpose(1, 0, 2) if family in TIME_MAJOR else arrays["x"]
+        return cls(name, onnx.load(FOREIGN / f"{name}.onnx"), x, arrays["y"], loss, output)
 
     def read(self) -> Network:
-        return OnnxFile(self.loss, output=self.output).read(self.model)
+        series = "batch_first" if self.name.split(".")[0] in TIME_MAJOR else None
+        return OnnxFile(self.loss, output=self.output, series=series).read(self.model)
 
     def signature(self, model: onnx.ModelProto, output: str | None = None) -> list[tuple]:
         """(name, element type, dims) of the input and the output read."""

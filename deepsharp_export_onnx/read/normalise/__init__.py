@@ -4,7 +4,8 @@ set becomes an equivalent graph in one form per layer.
     model = normalise(model, output="probabilities")
 
 1. The output read is chosen (a graph with several must be told which), and the nodes it does
-   not need are dropped.
+   not need are dropped; a graph taking time-major series is turned to take them batch-first
+   when asked (series.py).
 2. `Constant` nodes become named constants (fold.py).
 3. Every value is annotated: onnx's shape inference, run at two probe sizes of the input's
    symbols (the tape's `annotate_bare_values`), tells numbers from symbols.
@@ -25,6 +26,7 @@ from deepsharp_export_onnx.read.normalise.fold import constant_nodes, fold
 from deepsharp_export_onnx.read.normalise.fuse import FUSIONS
 from deepsharp_export_onnx.read.normalise.graph import Graph
 from deepsharp_export_onnx.read.normalise.rewrite import REWRITES
+from deepsharp_export_onnx.read.normalise.series import batch_first_series
 from deepsharp_export_onnx.read.normalise.shapes import resolve_reshapes
 from deepsharp_export_onnx.inference import infer_shapes
 
@@ -34,10 +36,13 @@ INVENTED = "unk__"  # the prefix of the symbols onnx's inference makes up for un
 BATCH = "batch"
 
 
-def normalise(model: onnx.ModelProto, output: str | None = None) -> onnx.ModelProto:
+def normalise(model: onnx.ModelProto, output: str | None = None,
+              series: str | None = None) -> onnx.ModelProto:
     g = Graph(model, [choose_output(model, output)])
     step = "reading the graph"
     try:
+        if series == "batch_first":
+            batch_first_series(g)
         _name_anonymous_batch(g)
         constant_nodes(g)
         g.prune()

@@ -280,4 +280,5 @@ def read_lone_recurrent(node: onnx.NodeProto, r: Reading) -> Read:
                              f"time-major by Transpose [1, 0, 2] just before the node; this one "
                              f"reads {node.input[0]!r} as it is (a graph taking its series "
                              f"time-major, as nn.{node.op_type}(batch_first=False) is exported, "
-                             f"is not read: export it with batch_first=True)")
+                             f"is read as a network taking them batch-first when asked: "
+                             f"OnnxFile(loss, series='batch_first'))")
