@@ -263,6 +263,9 @@ class TensorMethods:
 
     # -- choosing entries -------------------------------------------------------------------
     def gather(self, dim, index): return api.select.gather(self, dim, index)
+    def scatter_add(self, dim, index, src): return api.select.scatter_add(self, dim, index, src)
+    def index_add(self, dim, index, source, *, alpha=1):
+        return api.select.index_add(self, dim, index, source, alpha=alpha)
     def take_along_dim(self, indices, dim=None):
         return api.select.take_along_axis(self, indices, dim)
     def index_select(self, dim, index): return api.select.index_select(self, dim, index)

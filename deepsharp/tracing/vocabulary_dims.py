@@ -89,3 +89,8 @@ def linear(ctx: DimContext) -> list[Dims]:
     x, weight = ctx.operands[0].dims, ctx.operands[1].dims
     _agree(ctx, len(x) - 1, [x[-1], weight[1]], example(weight[1]), "the width the weight takes")
     return [x[:-1] + (weight[0],)]
+
+
+def scattered(ctx: DimContext) -> list[Dims]:
+    """scatter_add: the result has the input's dims (the index and src write into it)."""
+    return [ctx.operands[0].dims]

@@ -18,6 +18,19 @@ def _take_along_axis(emit, inputs, attrs, ranks):
     return emit("GatherElements", list(inputs), {"axis": int(attrs["axis"])})
 
 
+@writes_primitive("scatter_add", dims=vdims.scattered)
+def _scatter_add(emit, inputs, attrs, ranks):
+    """ScatterElements with reduction "add" (repeats add up); src sliced to the index's shape
+    first where the two may differ."""
+    data, index, src = inputs
+    if emit.dims(1) is None or emit.dims(1) != emit.dims(2):
+        ends = emit("Shape", [index], suffix="index_shape")
+        starts = emit.constant("starts", [0] * ranks[1])
+        src = emit("Slice", [src, starts, ends], suffix="src")
+    return emit("ScatterElements", [data, index, src],
+                {"axis": int(attrs["axis"]), "reduction": "add"})
+
+
 @writes_primitive("index_nd", dims=vdims.index_nd)
 def _index_nd(emit, inputs, attrs, ranks):
     """GatherND by the index arrays broadcast together and stacked on a last axis."""

@@ -75,3 +75,7 @@ for _name in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh"):
 case("acosh")(lambda: ([positive(3, 4) + 1.1], {}))
 case("roll")(lambda: ([normal(3, 4)], {"shift": 1, "axis": 1}))
 case("roll", "negative")(lambda: ([normal(3, 4)], {"shift": -2, "axis": 0}))
+case("scatter_add")(lambda: ([normal(3, 5), np.array([[0, 4, 4, 1], [2, 2, 2, 2], [3, 0, 1, 4]]),
+                              normal(3, 4)], {"axis": 1}))
+case("scatter_add", "src-larger")(lambda: ([normal(4, 3), np.array([[0, 3, 3], [1, 0, 3]]),
+                                            normal(3, 3)], {"axis": 0}))

@@ -128,6 +128,10 @@ CASES = [
     ("bmm", lambda x: F.bmm(x.reshape(-1, 2, 2), x.reshape(-1, 2, 2)), X, B, "MatMul"),
     ("mm", lambda x: x.mm(W.T), X, B, "MatMul"),
     ("in-place-twins", lambda x: _twins(x), X, B, "Where"),
+    ("scatter-add", lambda x, pos: x.scatter_add(1, pos, x * 2) + F.scatter_add(x, 1, pos[:, :2], x),
+     {"x": ("batch", 4), "pos": ("batch", 4)}, B, "ScatterElements"),
+    ("index-add", lambda x: x.index_add(1, POSITIONS.abs(), x * 3, alpha=0.5), X, B,
+     "ScatterElements"),
     ("trigonometric", lambda x: (x * 0.5).tan() + (x * 0.3).tanh().asin() + x.tanh().acos() * 0.1
      + x.atan() + x.sinh() + x.cosh() + x.asinh() + (x.abs() + 1.1).acosh()
      + (x.tanh() * 0.9).atanh(), X, B, "Atanh"),

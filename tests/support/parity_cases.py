@@ -382,6 +382,13 @@ CASES: list[P] = [
     P("nan-to-num", "torch.nan_to_num", [S(3, 4)]),
     P("nan-to-num-given", "x.nan_to_num", [S(3, 4)], (I(0), 1.5, 100.0, -100.0),
       op="nan_to_num"),
+    # scattering back: repeats add up
+    P("scatter-add", "x.scatter_add", [N(3, 5), Int(0, 5, 3, 4), N(3, 4)], (I(0), 1, I(1), I(2))),
+    P("scatter-add-fn", "torch.scatter_add", [N(4, 3), Int(0, 4, 2, 3), N(2, 3)],
+      (I(0), 0, I(1), I(2)), op="scatter_add"),   # (a larger src: PyTorch's backward fails)
+    P("index-add", "x.index_add", [N(5, 3), Int(0, 5, 4), N(4, 3)], (I(0), 0, I(1), I(2))),
+    P("index-add-alpha", "torch.index_add", [N(2, 6), Int(-6, 6, 3), N(2, 3)],
+      (I(0), -1, I(1), I(2)), {"alpha": -0.5}, op="index_add"),
     # float functions of integers and bools: the default float type, as PyTorch's
     P("exp-int", "torch.exp", [Int(-2, 3, 4)], op="exp"),
     P("exp-bool", "x.exp", [Bool(4)], op="exp"),

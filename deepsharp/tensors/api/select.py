@@ -143,3 +143,26 @@ def _trilu(op: str, x: Tensor, diagonal: int, upper: int) -> Tensor:
     if x.ndim < 2:
         raise OpError(f"{op}: needs a tensor of rank 2 or more, received rank {x.ndim}")
     return apply("trilu", x, upper=upper, k=int(diagonal))
+
+
+def scatter_add(x: Tensor, dim: Any, index: Any, src: Any) -> Tensor:
+    """PyTorch's scatter_add: x with src[i][j] added at x[i][index[i][j]] for dim 1 (repeats add
+    up); index has x's rank, no larger a size than src's, nor x's on the other axes."""
+    index = _index("scatter_add", index)
+    return apply("scatter_add", x, index, as_tensor(src, like=x._data),
+                 axis=kw.axis("scatter_add", dim, x.ndim))
+
+
+def index_add(x: Tensor, dim: Any, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
+    """PyTorch's index_add: x with alpha * source[..., i, ...] added at x[..., index[i], ...]
+    along dim (index 1-d, as long as source's dim; repeats add up)."""
+    index = _index("index_add", index)
+    at = kw.axis("index_add", dim, x.ndim)
+    source = as_tensor(source, like=x._data)
+    if index.ndim != 1 or source.ndim != x.ndim or index.shape[0] != source.shape[at]:
+        raise OpError(f"index_add: a 1-d index as long as source's dim {at}, received an index "
+                      f"{tuple(index.shape)} and source {tuple(source.shape)}")
+    spread = index.reshape(*[-1 if d == at else 1 for d in range(x.ndim)]).expand(*source.shape)
+    if not (not isinstance(alpha, Tensor) and alpha == 1):
+        source = apply("mul", source, alpha)
+    return apply("scatter_add", x, spread, source, axis=at)

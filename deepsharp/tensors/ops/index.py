@@ -75,3 +75,27 @@ class OneHot:
             raise OpError(f"one_hot: class {int(bad)} is outside 0..{depth - 1} "
                           f"(num_classes={depth})")
         return (ids[..., None] == np.arange(depth)).astype(np.int64), None
+
+
+@primitive("scatter_add")
+class ScatterAdd:
+    """out = a, then out[..., index[..., i, ...], ...] += src[..., i, ...] along `axis` for every
+    position of `index` (PyTorch's scatter_add; repeats add up; src read over index's shape).
+    Gradients: a gets grad, src gets grad gathered by index (zero past index's shape)."""
+
+    def forward(a, index, src, *, axis):
+        if index.ndim != a.ndim or src.ndim != a.ndim or any(
+                n > s or (d != axis and n > m)
+                for d, (n, m, s) in enumerate(zip(index.shape, a.shape, src.shape))):
+            raise OpError(f"scatter_add: the index {index.shape} must have the rank of the input "
+                          f"{a.shape} and of src {src.shape}, no larger a size than src's on any "
+                          f"axis, nor than the input's on the axes other than {axis}")
+        check_range("scatter_add", index, a.shape[axis], f"axis {axis}")
+        out = a.copy()
+        np.add.at(out, _along(index, axis), src[tuple(slice(n) for n in index.shape)])
+        return out, None
+
+    def backward(grad, saved, a, index, src, *, axis):
+        gsrc = np.zeros(src.shape, grad.dtype)
+        gsrc[tuple(slice(n) for n in index.shape)] = grad[_along(index, axis)]
+        return grad, None, gsrc
