@@ -8,6 +8,7 @@ from deepsharp.tensors.tensor import Record, Tensor, apply, as_tensor
 from deepsharp.tensors.api import (  # noqa: F401
     arithmetic, build, einsum, elementwise, join, reduce, select, shape,
 )
+from deepsharp.tensors import inplace  # noqa: F401,E402  (gives Tensor its in-place twins)
 
 __all__ = [
     "Tensor", "Record", "apply", "as_tensor", "no_grad", "enable_grad", "float64",

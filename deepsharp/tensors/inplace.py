@@ -289,3 +289,26 @@ def _inverse(view: Tensor, base: Tensor, op: str, attrs: dict) -> Tensor:
         return apply("transpose", view, perm=tuple(int(p) for p in np.argsort(attrs["perm"])))
     region = {k: attrs[k] for k in ("starts", "stops", "steps")}
     return apply("setitem", _stand_in(base, share=True), view, **region)
+
+
+# the functions with an in-place twin `name_` (PyTorch's): the function's result written into the
+# tensor (`rewrite`), with the function's values and gradients; add_, sub_, mul_ and div_ are
+# Tensor's own (`update`)
+IN_PLACE = ("clamp", "clip", "masked_fill", "relu", "sigmoid", "tanh", "exp", "log", "sqrt",
+            "abs", "neg", "pow", "square", "floor", "ceil", "round", "trunc", "sign", "remainder",
+            "fmod", "reciprocal", "sin", "cos", "rsqrt", "log1p", "erf", "tan", "asin", "acos",
+            "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "lerp", "nan_to_num", "addmm",
+            "scatter_add", "index_add")
+
+
+def _in_place_twin(name: str):
+    def method(self: Tensor, *operands: Any, **options: Any) -> Tensor:
+        return rewrite(self, f"{name}_()", getattr(type(self), name), *operands, **options)
+
+    method.__name__ = method.__qualname__ = f"{name}_"
+    method.__doc__ = f"`{name}` written into the tensor, as PyTorch's `{name}_`."
+    return method
+
+
+for _name in IN_PLACE:
+    setattr(Tensor, f"{_name}_", _in_place_twin(_name))

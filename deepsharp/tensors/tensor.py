@@ -243,11 +243,6 @@ class Tensor(TensorMethods):
 
         return update(self, "div", other, "div_()")
 
-    def _rewrite(self, name: str, *operands: Any, **options: Any) -> "Tensor":
-        from deepsharp.tensors.inplace import rewrite
-
-        return rewrite(self, f"{name}_()", getattr(type(self), name), *operands, **options)
-
     # `x += y` writes into x, as in PyTorch (a view of x sees it, a leaf that requires
     # gradients refuses it)
     def __iadd__(self, other): return self.add_(other)
@@ -321,27 +316,6 @@ class Tensor(TensorMethods):
     def astype(self, dtype: Any) -> "Tensor":
         return apply("cast", self, to=np.dtype(dtype).str)
 
-
-# the functions with an in-place twin `name_` (PyTorch's): the function's result written into the
-# tensor (inplace.rewrite), with the function's values and gradients
-IN_PLACE = ("clamp", "clip", "masked_fill", "relu", "sigmoid", "tanh", "exp", "log", "sqrt",
-            "abs", "neg", "pow", "square", "floor", "ceil", "round", "trunc", "sign", "remainder", "fmod",
-            "reciprocal", "sin", "cos", "rsqrt", "log1p", "erf", "tan", "asin", "acos", "atan",
-            "sinh", "cosh", "asinh", "acosh", "atanh", "lerp", "nan_to_num", "addmm",
-            "scatter_add", "index_add")
-
-
-def _in_place_twin(name: str):
-    def method(self, *operands: Any, **options: Any) -> Tensor:
-        return self._rewrite(name, *operands, **options)
-
-    method.__name__ = method.__qualname__ = f"{name}_"
-    method.__doc__ = f"`{name}` written into the tensor, as PyTorch's `{name}_`."
-    return method
-
-
-for _name in IN_PLACE:  # (add_, sub_, mul_, div_ are Tensor's own: inplace.update)
-    setattr(Tensor, f"{_name}_", _in_place_twin(_name))
 
 
 def as_tensor(value: Any, like: np.ndarray | None = None) -> Tensor:

@@ -386,7 +386,7 @@ def test_an_optimizer_step_needs_no_grad_and_moves_the_version():
 
 
 # -- the `_` twins of the functions (clamp_, masked_fill_, relu_, ...) ------------------------------
-from deepsharp.tensors.tensor import IN_PLACE  # noqa: E402
+from deepsharp.tensors.inplace import IN_PLACE  # noqa: E402
 
 MASK = normal(3, 4) > 0.3
 ARGS = {"clamp": (-0.5, 0.8), "clip": (None, 0.9), "masked_fill": (MASK, 0.25), "pow": (1.5,),
