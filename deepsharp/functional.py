@@ -29,7 +29,7 @@ from deepsharp.tensors.api.reduce import (  # noqa: F401
     std, sum, var,
 )
 from deepsharp.tensors.api.select import (  # noqa: F401
-    argsort, gather, index_add, index_select, masked_fill, one_hot, scatter_add, sort,
+    argsort, diag, diagonal, gather, index_add, index_select, masked_fill, one_hot, scatter_add, sort,
     take_along_axis, topk, tril, triu, where,
 )
 from deepsharp.tensors.api.shape import (  # noqa: F401

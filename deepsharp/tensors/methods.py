@@ -263,6 +263,9 @@ class TensorMethods:
 
     # -- choosing entries -------------------------------------------------------------------
     def gather(self, dim, index): return api.select.gather(self, dim, index)
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        return api.select.diagonal(self, offset, dim1, dim2)
+    def diag(self, diagonal=0): return api.select.diag(self, diagonal)
     def scatter_add(self, dim, index, src): return api.select.scatter_add(self, dim, index, src)
     def index_add(self, dim, index, source, *, alpha=1):
         return api.select.index_add(self, dim, index, source, alpha=alpha)

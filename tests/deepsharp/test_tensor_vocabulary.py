@@ -96,6 +96,9 @@ def test_pytorch_and_numpy_keywords_mean_the_same():
     (lambda: Tensor(np.arange(3)) % Tensor(np.array([1, 0, 2])), "remainder: integer division "
                                                                 "by zero"),
     (lambda: Tensor(np.arange(3)) // 0, "floor_divide: integer division by zero"),
+    (lambda: X.diagonal(0, 1, -2), "diagonal: dim1 and dim2 must differ"),
+    (lambda: X[0].diagonal(1.5), "diagonal: offset must be an integer"),
+    (lambda: X.diag(), "diag: needs a vector or a matrix, received a tensor of rank 3"),
     (lambda: Tensor(np.arange(3)).mean(), "mean: needs a floating-point tensor, received int64"),
     (lambda: Tensor(np.arange(3)).var(), "var: needs a floating-point tensor"),
     (lambda: F.softmax(Tensor(np.arange(3)), 0), "softmax: needs a floating-point tensor"),

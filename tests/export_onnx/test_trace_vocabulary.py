@@ -130,6 +130,8 @@ CASES = [
     ("in-place-twins", lambda x: _twins(x), X, B, "Where"),
     ("scatter-add", lambda x, pos: x.scatter_add(1, pos, x * 2) + F.scatter_add(x, 1, pos[:, :2], x),
      {"x": ("batch", 4), "pos": ("batch", 4)}, B, "ScatterElements"),
+    ("diagonal-diag", lambda x: x.reshape(-1, 2, 2).diagonal(0, 1, 2) + x[0].diag(1)[:1, :2],
+     X, B, "GatherND"),
     ("index-add", lambda x: x.index_add(1, POSITIONS.abs(), x * 3, alpha=0.5), X, B,
      "ScatterElements"),
     ("trigonometric", lambda x: (x * 0.5).tan() + (x * 0.3).tanh().asin() + x.tanh().acos() * 0.1
@@ -387,3 +389,9 @@ def test_a_module_written_with_pytorchs_vocabulary_traces():
     checked = check_trace(model.forward, {"ids": ("batch", "steps")}, BT, make=ids,
                           parameters=dict(model.named_parameters()))
     assert {"ArgMax", "Where", "Softmax", "Clip"} <= set(checked.ops())
+
+
+def test_a_diagonal_over_a_symbolic_axis_is_refused():
+    with pytest.raises(TraceException, match="diagonal over axis 0") as caught:
+        check_trace(lambda x: x.diagonal(), X, B)
+    assert caught.value.kind == TraceErrorKind.SYMBOLIC_SHAPE

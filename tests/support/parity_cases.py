@@ -389,6 +389,10 @@ CASES: list[P] = [
     P("index-add", "x.index_add", [N(5, 3), Int(0, 5, 4), N(4, 3)], (I(0), 0, I(1), I(2))),
     P("index-add-alpha", "torch.index_add", [N(2, 6), Int(-6, 6, 3), N(2, 3)],
       (I(0), -1, I(1), I(2)), {"alpha": -0.5}, op="index_add"),
+    P("diagonal", "x.diagonal", [N(3, 4)]),
+    P("diagonal-offset-dims", "torch.diagonal", [N(2, 3, 4)], (I(0), -1, 2, 0), op="diagonal"),
+    P("diag-of-matrix", "torch.diag", [N(4, 3)], (I(0), 1), op="diag"),
+    P("diag-of-vector", "x.diag", [N(3)], (I(0), -1), op="diag"),
     # float functions of integers and bools: the default float type, as PyTorch's
     P("exp-int", "torch.exp", [Int(-2, 3, 4)], op="exp"),
     P("exp-bool", "x.exp", [Bool(4)], op="exp"),

@@ -166,3 +166,40 @@ def index_add(x: Tensor, dim: Any, index: Any, source: Any, *, alpha: Any = 1) -
     if not (not isinstance(alpha, Tensor) and alpha == 1):
         source = apply("mul", source, alpha)
     return apply("scatter_add", x, spread, source, axis=at)
+
+
+def diagonal(x: Tensor, offset: Any = 0, dim1: Any = 0, dim2: Any = 1) -> Tensor:
+    """PyTorch's diagonal: the entries x[..., i, i + offset, ...] over dims dim1 and dim2, as a
+    last axis (offset > 0 above the main diagonal, < 0 below). Both dims must have fixed sizes in
+    a trace (the diagonal's length is read from them)."""
+    a, b = kw.axis("diagonal", dim1, x.ndim), kw.axis("diagonal", dim2, x.ndim)
+    if a == b:
+        raise OpError(f"diagonal: dim1 and dim2 must differ, received {dim1} and {dim2}")
+    if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
+        raise OpError(f"diagonal: offset must be an integer, received {offset!r}")
+    for axis in (a, b):  # the diagonal's length is read from them
+        if live(x.shape[axis]):
+            x.shape[axis].fixed(f"diagonal over axis {axis}",
+                                "the diagonal's length would stay the traced one")
+    moved = x.movedim((a, b), (-2, -1))
+    rows, cols = moved._data.shape[-2:]
+    first_row, first_col = max(-int(offset), 0), max(int(offset), 0)
+    length = max(0, min(rows - first_row, cols - first_col))
+    return moved[..., np.arange(first_row, first_row + length),
+                 np.arange(first_col, first_col + length)]
+
+
+def diag(x: Tensor, diagonal: Any = 0) -> Tensor:
+    """PyTorch's diag: of a matrix, its diagonal (offset `diagonal`); of a vector, the square
+    matrix with it on that diagonal."""
+    if x.ndim == 2:
+        return globals()["diagonal"](x, diagonal, 0, 1)
+    if x.ndim != 1:
+        raise OpError(f"diag: needs a vector or a matrix, received a tensor of rank {x.ndim}")
+    if live(x.shape[0]):
+        x.shape[0].fixed("diag of a vector", "the matrix's size would stay the traced one")
+    n, k = x._data.shape[0], int(diagonal)
+    size = n + abs(k)
+    places = (np.arange(n) + max(-k, 0)) * size + np.arange(n) + max(k, 0)  # flat (row, col)
+    empty = Tensor(np.zeros(size * size, x.dtype))
+    return apply("scatter_add", empty, Tensor(places), x, axis=0).reshape(size, size)
