@@ -113,3 +113,20 @@ def test_a_network_carrying_a_preparation_is_not_saved_without_it(tmp_path):
     assert path.read_bytes() == before
     network.with_preparation(None).save(path)
     assert deepsharp.load(path).preparation is None
+
+
+def test_a_checkpoint_callback_says_so_before_training_a_network_with_a_preparation(tmp_path):
+    from deepsharp import SGD, MeanSquaredError
+    from deepsharp.callbacks import ModelCheckpoint
+    from deepsharp.errors import SpecError
+    from deepsharp.preparation import Standardizer
+
+    rows = np.random.default_rng(1).standard_normal((20, 4)).astype(np.float32)
+    network = _network().with_preparation(Standardizer.fit(rows))
+    weights = network.state_dict()["0.weight"].copy()
+    with pytest.raises(SpecError, match="ModelCheckpoint: the network carries a preparation"):
+        network.fit(rows, np.zeros((20, 2), np.float32), loss=MeanSquaredError(),
+                    optimizer=SGD(0.1), callbacks=[ModelCheckpoint(tmp_path / "best.ds")],
+                    progress=False)
+    np.testing.assert_array_equal(network.state_dict()["0.weight"], weights)  # not trained
+    assert not (tmp_path / "best.ds").exists()
