@@ -78,6 +78,14 @@ class Network(Module):
         object.__setattr__(self, "io_names", (input_name, output_name))
         return self
 
+    def carried_to(self, other: "Network") -> "Network":
+        """`other` (a network made from this one) with what this one carries besides its stack:
+        the features' names, the preparation, the graph's names and the input checks."""
+        other.with_features(self.features).with_preparation(self.preparation)
+        other.with_io_names(*self.io_names)
+        object.__setattr__(other, "input_checks", self.input_checks)
+        return other
+
     def with_input_check(self, check: Callable[[np.ndarray], None]) -> "Network":
         """Also hold every batch to `check` (a network read from a graph keeps the graph's input
         annotation as a precondition this way)."""

@@ -118,5 +118,5 @@ def with_low_rank(network, rank: int, on: Sequence[str], *, alpha: float | None 
         for path, parameter in adapted.named_parameters():
             if not path.endswith((".lora_a", ".lora_b")):
                 parameter.requires_grad = False
-    return adapted.with_features(network.features)
+    return network.carried_to(adapted)
 

@@ -130,3 +130,15 @@ def test_a_checkpoint_callback_says_so_before_training_a_network_with_a_preparat
                     progress=False)
     np.testing.assert_array_equal(network.state_dict()["0.weight"], weights)  # not trained
     assert not (tmp_path / "best.ds").exists()
+
+
+def test_a_network_adapted_by_low_rank_keeps_what_it_carries():
+    """with_low_rank makes a new network: its preparation, features and graph names come along
+    (an export of it must take the raw rows the original took)."""
+    from deepsharp.preparation import Standardizer
+
+    rows = np.random.default_rng(1).standard_normal((20, 4)).astype(np.float32)
+    network = _network().with_preparation(Standardizer.fit(rows)).with_io_names("x", "p")
+    adapted = network.with_low_rank(2, on=["0"])
+    assert adapted.preparation is network.preparation and adapted.io_names == ("x", "p")
+    assert adapted.features == ("a", "b", "c", "d")
