@@ -3,9 +3,10 @@
 onnx 1.23's inference dereferences a missing input type in some operators of other domains
 (`ai.onnx.ml` LabelEncoder: a segmentation fault, which no `except` catches) when the node's
 input has no type, as in a damaged or hostile graph. So a node of another domain is shown to
-inference only once every input it reads has a type, made by an earlier node: a first pass infers the graph without
-them, each pass admits the nodes whose inputs are typed by then, and what is never admitted stays
-out (its outputs are left bare, which every caller already reads as "not known").
+inference only once every input it reads has a type, made by an earlier node: a first pass
+infers the graph without them, each pass admits the nodes whose inputs are typed by then, and
+what is never admitted stays out (its outputs are left bare, which every caller already reads as
+"not known").
 
     inferred = infer_shapes(model, strict_mode=True, data_prop=True)
 
@@ -61,7 +62,8 @@ def infer_shapes(model: onnx.ModelProto, *, strict_mode: bool = False,
 
 # the operations a shape is computed with: the inputs that carry the shape through (None: every
 # input) and how long the result can be from their lengths (elementwise: the longest)
-_CONCAT, _LONGEST, _FIRST, _SECOND = sum, max, (lambda lengths: lengths[0]), (lambda lengths: lengths[1])
+_CONCAT, _LONGEST = sum, max
+_FIRST, _SECOND = (lambda lengths: lengths[0]), (lambda lengths: lengths[1])
 _SHAPE_ARITHMETIC = {op: (None, _LONGEST) for op in (
     "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Max", "Min", "Cast", "Identity", "Equal",
     "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Where", "Sign",

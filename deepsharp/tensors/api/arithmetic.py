@@ -55,14 +55,15 @@ def _trunc_divide(x: Any, other: Any) -> Tensor:
 def round(x: Tensor, decimals: Any = 0) -> Tensor:
     """Half to even (PyTorch's and numpy's rule); `decimals` other than 0 is refused: PyTorch
     scales by 10**decimals in the tensor's own type, a rounding of its own."""
-    if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals != 0:
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)) or decimals != 0:
         raise OpError(f"round: decimals={decimals!r} is not supported (only 0); write "
                       f"(x * 10**d).round() / 10**d for the rounding it stands for")
     return apply("round", x)
 
 
 def erf(x: Tensor) -> Tensor:
-    """erf(x); an integer tensor is read as the default float type (PyTorch's: promotion.FLOATING)."""
+    """erf(x); an integer tensor is read as the default float type (PyTorch's; see
+    promotion.FLOATING)."""
     return apply("erf", x)
 
 
