@@ -13,7 +13,7 @@ from deepsharp.tensors import Tensor, apply
 from deepsharp.tensors import keywords as kw
 # the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
 from deepsharp.tensors.api.arithmetic import (  # noqa: F401
-    add, addmm, bmm, div, dot, erf, isfinite, lerp, mm, nan_to_num, norm, normalize, reciprocal,
+    add, addmm, bmm, cross, div, dot, erf, isfinite, lerp, mm, nan_to_num, norm, normalize, reciprocal,
     round, sub, vector_norm,
 )
 from deepsharp.tensors.api.build import (  # noqa: F401

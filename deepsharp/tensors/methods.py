@@ -189,6 +189,7 @@ class TensorMethods:
     def matmul(self, other): return _apply("matmul", self, other)
     def mm(self, other): return api.arithmetic.mm(self, other)
     def dot(self, other): return api.arithmetic.dot(self, other)
+    def cross(self, other, dim=None): return api.arithmetic.cross(self, other, dim)
     def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         return api.arithmetic.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
     def lerp(self, end, weight): return api.arithmetic.lerp(self, end, weight)

@@ -97,6 +97,8 @@ def test_pytorch_and_numpy_keywords_mean_the_same():
                                                                 "by zero"),
     (lambda: Tensor(np.arange(3)) // 0, "floor_divide: integer division by zero"),
     (lambda: X.diagonal(0, 1, -2), "diagonal: dim1 and dim2 must differ"),
+    (lambda: X.cross(X, dim=2), "cross: axis 2 has size 4, not 3"),
+    (lambda: X[:, :2].cross(X[:, :2]), "cross: no axis of size 3 in the operands' shape"),
     (lambda: X[0].diagonal(1.5), "diagonal: offset must be an integer"),
     (lambda: X.diag(), "diag: needs a vector or a matrix, received a tensor of rank 3"),
     (lambda: Tensor(np.arange(3)).mean(), "mean: needs a floating-point tensor, received int64"),

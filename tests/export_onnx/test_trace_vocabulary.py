@@ -130,6 +130,8 @@ CASES = [
     ("in-place-twins", lambda x: _twins(x), X, B, "Where"),
     ("scatter-add", lambda x, pos: x.scatter_add(1, pos, x * 2) + F.scatter_add(x, 1, pos[:, :2], x),
      {"x": ("batch", 4), "pos": ("batch", 4)}, B, "ScatterElements"),
+    ("cross", lambda x: x[:, :3].cross(x[:, 1:], dim=-1) + F.cross(x[:, :3], LOW[:3]),
+     X, B, "Concat"),
     ("diagonal-diag", lambda x: x.reshape(-1, 2, 2).diagonal(0, 1, 2) + x[0].diag(1)[:1, :2],
      X, B, "GatherND"),
     ("index-add", lambda x: x.index_add(1, POSITIONS.abs(), x * 3, alpha=0.5), X, B,

@@ -180,3 +180,26 @@ def nan_to_num(x: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any = No
     y = apply("where", apply("isnan", x), float(nan), x)
     y = apply("where", apply("equal", x, math.inf), float(high), y)
     return apply("where", apply("equal", x, -math.inf), float(low), y)
+
+
+def cross(a: Tensor, b: Any, dim: Any = None) -> Tensor:
+    """The cross product of 3-vectors along `dim` (PyTorch's torch.cross: without dim, the first
+    axis of size 3), the two operands broadcast together: (a1 b2 - a2 b1, a2 b0 - a0 b2,
+    a0 b1 - a1 b0)."""
+    from deepsharp.tensors.api.join import stack
+
+    b = as_tensor(b, like=a._data)
+    shape = np.broadcast_shapes(a._data.shape, b._data.shape)
+    if dim is None:
+        dim = next((d for d, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise OpError(f"cross: no axis of size 3 in the operands' shape {shape}; give dim")
+    at = kw.axis("cross", dim, len(shape))
+    if shape[at] != 3:
+        raise OpError(f"cross: axis {at} has size {shape[at]}, not 3")
+    # the operands given one rank (unit axes in front, sizes as they are: a trace follows them);
+    # the other axes broadcast in the products, a size 1 on the cross axis by taking it thrice
+    a, b = (t.reshape(*(1,) * (len(shape) - t.ndim), *t.shape) for t in (a, b))
+    x, y = ([t.select(at, k if t._data.shape[at] == 3 else 0) for k in range(3)] for t in (a, b))
+    parts = [x[(k + 1) % 3] * y[(k + 2) % 3] - x[(k + 2) % 3] * y[(k + 1) % 3] for k in range(3)]
+    return stack(parts, at)
