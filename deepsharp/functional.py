@@ -30,7 +30,7 @@ from deepsharp.tensors.api.reduce import (  # noqa: F401
 )
 from deepsharp.tensors.api.select import (  # noqa: F401
     argsort, diag, diagonal, gather, index_add, index_select, masked_fill, one_hot, scatter_add, sort,
-    take_along_axis, topk, tril, triu, where,
+    take_along_axis, topk, tril, triu, unique, where,
 )
 from deepsharp.tensors.api.shape import (  # noqa: F401
     flatten, movedim, narrow, permute, squeeze, transpose, unflatten, unsqueeze,

@@ -267,6 +267,8 @@ class TensorMethods:
     def diagonal(self, offset=0, dim1=0, dim2=1):
         return api.select.diagonal(self, offset, dim1, dim2)
     def diag(self, diagonal=0): return api.select.diag(self, diagonal)
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        return api.select.unique(self, sorted, return_inverse, return_counts, dim)
     def scatter_add(self, dim, index, src): return api.select.scatter_add(self, dim, index, src)
     def index_add(self, dim, index, source, *, alpha=1):
         return api.select.index_add(self, dim, index, source, alpha=alpha)

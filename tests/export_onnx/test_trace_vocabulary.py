@@ -393,6 +393,12 @@ def test_a_module_written_with_pytorchs_vocabulary_traces():
     assert {"ArgMax", "Where", "Softmax", "Clip"} <= set(checked.ops())
 
 
+def test_unique_is_refused_in_a_trace_as_data_dependent():
+    with pytest.raises(TraceException, match="unique\\(\\), whose result's size") as caught:
+        check_trace(lambda i: i.unique(), {"i": ("batch", 4)}, B, make=inputs_by_name)
+    assert caught.value.kind == TraceErrorKind.DATA_DEPENDENT
+
+
 def test_a_diagonal_over_a_symbolic_axis_is_refused():
     with pytest.raises(TraceException, match="diagonal over axis 0") as caught:
         check_trace(lambda x: x.diagonal(), X, B)

@@ -203,3 +203,21 @@ def diag(x: Tensor, diagonal: Any = 0) -> Tensor:
     places = (np.arange(n) + max(-k, 0)) * size + np.arange(n) + max(k, 0)  # flat (row, col)
     empty = Tensor(np.zeros(size * size, x.dtype))
     return apply("scatter_add", empty, Tensor(places), x, axis=0).reshape(size, size)
+
+
+def unique(x: Tensor, sorted: Any = True, return_inverse: Any = False,
+           return_counts: Any = False, dim: Any = None) -> Any:
+    """PyTorch's unique: the distinct values in ascending order (also when sorted=False, where
+    PyTorch leaves the order open), with the inverse (each entry's place among them, in the
+    input's shape) and the counts when asked; with dim, the distinct slices along it. Its size is
+    read from the values, so a trace refuses it (no gradient, as PyTorch has none)."""
+    values = x._read("unique(), whose result's size is read from the values")
+    axis = None if dim is None else kw.axis("unique", dim, x.ndim)
+    found, inverse, counts = np.unique(values, return_inverse=True, return_counts=True, axis=axis)
+    if axis is None:
+        inverse = inverse.reshape(values.shape)
+    results = [Tensor._wrap(found.astype(x.dtype)),  # (x's own dtype: float64 stays float64)
+               Tensor._wrap(inverse.astype(np.int64)), Tensor._wrap(counts.astype(np.int64))]
+    chosen = [results[0]] + [r for r, wanted in zip(results[1:], (return_inverse, return_counts))
+                             if wanted]
+    return chosen[0] if len(chosen) == 1 else tuple(chosen)
