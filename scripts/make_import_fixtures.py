@@ -141,25 +141,12 @@ class Conv1dSeries(nn.Module):
 
 
 class LstmLast(nn.Module):
-    """An LSTM (1 or 2 layers) read out by h_n[-1]."""
+    """An LSTM (1 or 2 layers) read out by h_n[-1]; with batch_first=False (PyTorch's default) it
+    takes series (steps, batch, channels), read with OnnxFile(loss, series="batch_first")."""
 
-    def __init__(self, layers: int) -> None:
+    def __init__(self, layers: int, batch_first: bool = True) -> None:
         super().__init__()
-        self.rnn = nn.LSTM(5, 8, num_layers=layers, batch_first=True)
-        self.fc = nn.Linear(8, 2)
-
-    def forward(self, x):
-        _, (h, _) = self.rnn(x)
-        return self.fc(h[-1])
-
-
-class TimeMajorLstm(nn.Module):
-    """nn.LSTM with PyTorch's default batch_first=False: series (steps, batch, channels), read out
-    by h_n[-1] (read with OnnxFile(loss, series="batch_first"))."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rnn = nn.LSTM(5, 8, num_layers=2)
+        self.rnn = nn.LSTM(5, 8, num_layers=layers, batch_first=batch_first)
         self.fc = nn.Linear(8, 2)
 
     def forward(self, x):
@@ -264,7 +251,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "conv1d_series": (Conv1dSeries, _normal(BATCH, 4, 12), {}, {}),
     "lstm": (lambda: LstmLast(1), _normal(BATCH, 7, 5), {1: "steps"}, {}),
     "lstm2": (lambda: LstmLast(2), _normal(BATCH, 7, 5), {1: "steps"}, {}),
-    "lstm_time_major": (TimeMajorLstm, _normal(7, BATCH, 5), {0: "steps", 1: "batch"}, {}),
+    "lstm_time_major": (lambda: LstmLast(2, batch_first=False), _normal(7, BATCH, 5), {0: "steps", 1: "batch"}, {}),
     "lstm_out_last": (LstmOutLast, _normal(BATCH, 7, 5), {1: "steps"}, {}),
     "bigru_tagger": (BiGruTagger, _normal(BATCH, 7, 5), {1: "steps"}, {1: "steps"}),
     "bigru_last": (BiGruLast, _normal(BATCH, 7, 5), {1: "steps"}, {}),

@@ -91,17 +91,19 @@ class TensorMethods:
         return (self.select(0, i) for i in range(self._data.shape[0]))
 
     # -- comparisons and logic (bool results) -----------------------------------------------
-    def _compare(self, op: str, other: Any, reflected: bool = False) -> Any:
+    def _operator(self, op: str, other: Any, reflected: bool = False) -> Any:
+        """An operator's primitive (comparisons, %, //), or NotImplemented for an operand it
+        cannot take (Python then tries the other side, and == falls back to identity)."""
         if not api.elementwise.comparable(other):
             return NotImplemented
         return _apply(op, other, self) if reflected else _apply(op, self, other)
 
-    def __eq__(self, other): return self._compare("equal", other)
-    def __ne__(self, other): return self._compare("not_equal", other)
-    def __lt__(self, other): return self._compare("less", other)
-    def __le__(self, other): return self._compare("less_equal", other)
-    def __gt__(self, other): return self._compare("greater", other)
-    def __ge__(self, other): return self._compare("greater_equal", other)
+    def __eq__(self, other): return self._operator("equal", other)
+    def __ne__(self, other): return self._operator("not_equal", other)
+    def __lt__(self, other): return self._operator("less", other)
+    def __le__(self, other): return self._operator("less_equal", other)
+    def __gt__(self, other): return self._operator("greater", other)
+    def __ge__(self, other): return self._operator("greater_equal", other)
     def eq(self, other): return _apply("equal", self, other)
     def ne(self, other): return _apply("not_equal", self, other)
     def lt(self, other): return _apply("less", self, other)
@@ -158,15 +160,10 @@ class TensorMethods:
     def reciprocal(self): return api.arithmetic.reciprocal(self)
     def isfinite(self): return api.arithmetic.isfinite(self)
 
-    def _divide(self, op: str, other: Any, reflected: bool = False) -> Any:
-        if not api.elementwise.comparable(other):
-            return NotImplemented
-        return _apply(op, other, self) if reflected else _apply(op, self, other)
-
-    def __mod__(self, other): return self._divide("remainder", other)
-    def __rmod__(self, other): return self._divide("remainder", other, True)
-    def __floordiv__(self, other): return self._divide("floor_divide", other)
-    def __rfloordiv__(self, other): return self._divide("floor_divide", other, True)
+    def __mod__(self, other): return self._operator("remainder", other)
+    def __rmod__(self, other): return self._operator("remainder", other, True)
+    def __floordiv__(self, other): return self._operator("floor_divide", other)
+    def __rfloordiv__(self, other): return self._operator("floor_divide", other, True)
     def remainder(self, other): return _apply("remainder", self, other)
     def fmod(self, other): return _apply("fmod", self, other)
     def floor_divide(self, other): return _apply("floor_divide", self, other)

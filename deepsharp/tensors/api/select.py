@@ -189,11 +189,14 @@ def diagonal(x: Tensor, offset: Any = 0, dim1: Any = 0, dim2: Any = 1) -> Tensor
                  np.arange(first_col, first_col + length)]
 
 
+_diagonal = diagonal  # (diag's argument is named diagonal, as PyTorch's)
+
+
 def diag(x: Tensor, diagonal: Any = 0) -> Tensor:
     """PyTorch's diag: of a matrix, its diagonal (offset `diagonal`); of a vector, the square
     matrix with it on that diagonal."""
     if x.ndim == 2:
-        return globals()["diagonal"](x, diagonal, 0, 1)
+        return _diagonal(x, diagonal, 0, 1)
     if x.ndim != 1:
         raise OpError(f"diag: needs a vector or a matrix, received a tensor of rank {x.ndim}")
     if live(x.shape[0]):
