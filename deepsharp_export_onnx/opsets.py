@@ -59,8 +59,9 @@ _SPECIAL: dict[str, Callable[[dict[str, Any]], int]] = {
     # negative indices count from the end from 11 (`_negative`: some index may be negative)
     "Gather": lambda a: 11 if a.get("_negative") else 1,
     "Reshape": lambda a: 14 if a.get("allowzero") else 5,
-    # `reduction` (add, mul) exists from 16
-    "ScatterElements": lambda a: 16 if a.get("reduction") else 11,
+    # `reduction` add and mul exist from 16, max and min from 18
+    "ScatterElements": lambda a: {None: 11, "none": 11, "add": 16, "mul": 16}.get(
+        a.get("reduction"), 18),
     # `batch_dims` (a gather per row of the batch) exists from 12
     "GatherND": lambda a: 12 if a.get("batch_dims") else 11,
     # `largest` (and `sorted`) exist from 11; TopK writes `largest` only when 0

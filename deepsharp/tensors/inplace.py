@@ -298,7 +298,7 @@ IN_PLACE = ("clamp", "clip", "masked_fill", "relu", "sigmoid", "tanh", "exp", "l
             "abs", "neg", "pow", "square", "floor", "ceil", "round", "trunc", "sign", "remainder",
             "fmod", "reciprocal", "sin", "cos", "rsqrt", "log1p", "erf", "tan", "asin", "acos",
             "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "lerp", "nan_to_num", "addmm",
-            "scatter_add", "index_add")
+            "scatter_add", "index_add", "scatter", "scatter_reduce")
 
 
 def _in_place_twin(name: str):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from deepsharp.tensors.ops.index import SCATTER_REDUCTIONS, identity
 from deepsharp.tracing import dims
 from deepsharp.tracing import vocabulary_dims as vdims
 from deepsharp_export_onnx.write.nodes import Emit, writes_primitive
@@ -29,6 +30,45 @@ def _scatter_add(emit, inputs, attrs, ranks):
         src = emit("Slice", [src, starts, ends], suffix="src")
     return emit("ScatterElements", [data, index, src],
                 {"axis": int(attrs["axis"]), "reduction": "add"})
+
+
+@writes_primitive("scatter_reduce", dims=vdims.scattered)
+def _scatter_reduce(emit, inputs, attrs, ranks):
+    """ScatterElements: reduction none, add (sum and mean), max or min; without include_self the
+    named positions first take the reduction's identity (a ScatterElements of it); a mean is the
+    sum over each position's count, floored for integers (the divisor is positive: the remainder
+    Mod takes is exact)."""
+    data, index, src = inputs
+    reduce = {v: k for k, v in SCATTER_REDUCTIONS.items()}[int(attrs["reduce"])]
+    axis, kind = {"axis": int(attrs["axis"])}, emit.result_dtype()
+    shape = emit("Shape", [index], suffix="index_shape")
+    if emit.dims(1) is None or emit.dims(1) != emit.dims(2):
+        src = emit("Slice", [src, emit.constant("starts", [0] * ranks[1]), shape], suffix="src")
+    if reduce == "none":
+        return emit("ScatterElements", [data, index, src], axis)
+
+    def spread(label: str, value) -> str:  # `value` at every position of index
+        return emit("Expand", [emit.constant(label, np.asarray(value, kind), kind), shape],
+                    suffix=f"{label}_spread")
+
+    if not attrs["include_self"]:
+        data = emit("ScatterElements", [data, index, spread("identity", identity(
+            SCATTER_REDUCTIONS[reduce], kind))], axis, suffix="without_self")
+    reduction = {"sum": "add", "mean": "add", "amax": "max", "amin": "min"}[reduce]
+    if reduce != "mean":
+        return emit("ScatterElements", [data, index, src], {**axis, "reduction": reduction})
+    total = emit("ScatterElements", [data, index, src], {**axis, "reduction": "add"},
+                 suffix="total")
+    ones = emit("Expand", [emit.constant("one", np.asarray(1, kind), kind),
+                           emit("Shape", [data], suffix="shape")], suffix="ones")
+    if not attrs["include_self"]:  # a named position counts its scattered values only
+        ones = emit("ScatterElements", [ones, index, spread("zero", 0)], axis, suffix="uncounted")
+    counts = emit("ScatterElements", [ones, index, spread("count", 1)],
+                  {**axis, "reduction": "add"}, suffix="counts")
+    if kind.kind == "f":
+        return emit("Div", [total, counts])
+    remainder = emit("Mod", [total, counts], {"fmod": 0}, suffix="remainder")
+    return emit("Div", [emit("Sub", [total, remainder], suffix="multiple"), counts])
 
 
 @writes_primitive("index_nd", dims=vdims.index_nd)

@@ -394,7 +394,9 @@ ARGS = {"clamp": (-0.5, 0.8), "clip": (None, 0.9), "masked_fill": (MASK, 0.25), 
         "mul": (normal(4),), "div": (np.abs(normal(4)) + 0.5,), "lerp": (normal(3, 4), 0.3),
         "addmm": (Tensor(normal(3, 5)), Tensor(normal(5, 4))),
         "scatter_add": (1, Tensor(np.array([[0, 3, 3, 1]] * 3)), normal(3, 4)),
-        "index_add": (0, Tensor(np.array([2, 0, 2])), normal(3, 4)), "acosh": (), "asin": (), "acos": (), "atanh": ()}
+        "index_add": (0, Tensor(np.array([2, 0, 2])), normal(3, 4)),
+        "scatter": (1, Tensor(np.array([[0, 3, 3, 1]] * 3)), Tensor(normal(3, 4))),
+        "scatter_reduce": (0, Tensor(np.array([[2, 0, 2, 1]] * 2)), Tensor(normal(2, 4)), "amax"), "acosh": (), "asin": (), "acos": (), "atanh": ()}
 INSIDE_ONE = ("asin", "acos", "atanh")       # taken on x / 3 (inside -1..1); acosh on x + 1
 
 

@@ -130,6 +130,18 @@ CASES = [
     ("in-place-twins", lambda x: _twins(x), X, B, "Where"),
     ("scatter-add", lambda x, pos: x.scatter_add(1, pos, x * 2) + F.scatter_add(x, 1, pos[:, :2], x),
      {"x": ("batch", 4), "pos": ("batch", 4)}, B, "ScatterElements"),
+    # repeated positions in a row: the last write wins in Runtime as in numpy
+    ("scatter", lambda x, pos: x.scatter(1, pos, x * 2) + F.scatter(x, 1, pos[:, :2], value=0.5)
+     + x.scatter(1, pos, x, reduce="add"), {"x": ("batch", 4), "pos": ("batch", 4)}, B,
+     "ScatterElements"),
+    ("scatter-reduce", lambda x, pos: sum(
+        x.scatter_reduce(1, pos, x * 3 - 1, reduce, include_self=keep)
+        for reduce in ("sum", "mean", "amax", "amin") for keep in (True, False)),
+     {"x": ("batch", 4), "pos": ("batch", 4)}, B, "ScatterElements"),
+    ("scatter-reduce-int", lambda i, pos: i.scatter_reduce(1, pos, i * 3, "mean")
+     + i.scatter_reduce(1, pos[:, :3], i[:, 1:] - 5, "mean", include_self=False)
+     + i.scatter_reduce(0, pos.abs() % 1, i, "amax", include_self=False),
+     {"i": ("batch", 4), "pos": ("batch", 4)}, B, "Mod"),
     ("cross", lambda x: x[:, :3].cross(x[:, 1:], dim=-1) + F.cross(x[:, :3], LOW[:3]),
      X, B, "Concat"),
     ("diagonal-diag", lambda x: x.reshape(-1, 2, 2).diagonal(0, 1, 2) + x[0].diag(1)[:1, :2],

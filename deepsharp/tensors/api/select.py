@@ -11,7 +11,9 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords as kw
+from deepsharp.tensors.api.build import full_like
 from deepsharp.tensors.api.reduce import ValuesIndices
+from deepsharp.tensors.ops.index import SCATTER_REDUCTIONS
 from deepsharp.tensors.symint import live
 from deepsharp.tensors.tensor import Tensor, apply, as_tensor
 
@@ -151,6 +153,52 @@ def scatter_add(x: Tensor, dim: Any, index: Any, src: Any) -> Tensor:
     index = _index("scatter_add", index)
     return apply("scatter_add", x, index, as_tensor(src, like=x._data),
                  axis=kw.axis("scatter_add", dim, x.ndim))
+
+
+def _scatter(op: str, x: Tensor, dim: Any, index: Any, src: Any, reduce: str,
+             include_self: bool) -> Tensor:
+    index = _index(op, index)
+    if isinstance(src, Tensor):
+        if src.dtype != x.dtype:
+            raise OpError(f"{op}: src must have the input's dtype {x.dtype}, received {src.dtype} "
+                          f"(PyTorch refuses it too)")
+    elif isinstance(src, (int, float, bool, np.number)) and not live(src):
+        # a number: the value written at every position of index (PyTorch's `value`)
+        src = full_like(index, src, x.dtype)  # (index's shape, symbolic axes included)
+    else:
+        raise OpError(f"{op}: src must be a tensor or a number, received {type(src).__name__}")
+    return apply("scatter_reduce", x, index, src, axis=kw.axis(op, dim, x.ndim),
+                 reduce=SCATTER_REDUCTIONS[reduce], include_self=int(bool(include_self)))
+
+
+def scatter(x: Tensor, dim: Any, index: Any, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """PyTorch's scatter: x with src[i][j] written at x[i][index[i][j]] for dim 1 (src a tensor,
+    or a number `value` written everywhere index points); where index repeats a position, the
+    last write wins (PyTorch's CPU order, and ONNX Runtime's). reduce="add" adds instead (the
+    deprecated form of scatter_add); "multiply" is refused."""
+    if (src is None) == (value is None):
+        raise OpError("scatter: give src (a tensor or a number) or value, not both nor neither")
+    if reduce not in (None, "add"):
+        raise OpError(f"scatter: reduce={reduce!r} is not supported; reduce=None or 'add' (a "
+                      f"product of scattered values is not)")
+    return _scatter("scatter", x, dim, index, value if src is None else src,
+                    "none" if reduce is None else "sum", True)
+
+
+def scatter_reduce(x: Tensor, dim: Any, index: Any, src: Any, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """PyTorch's scatter_reduce: src[i][j] combined into x[i][index[i][j]] for dim 1 by reduce
+    ("sum", "mean", "amax" or "amin"), with x's own value unless include_self=False (then a
+    position index names holds only what is scattered there). Positions index never names keep
+    x's value. An integer mean floors, as PyTorch's. "prod" is refused."""
+    if reduce not in ("sum", "mean", "amax", "amin"):
+        raise OpError(f"scatter_reduce: reduce must be 'sum', 'mean', 'amax' or 'amin', received "
+                      f"{reduce!r}" + (" (a product of scattered values is not supported)"
+                                       if reduce == "prod" else ""))
+    if not isinstance(src, Tensor):
+        raise OpError(f"scatter_reduce: src must be a tensor, received {type(src).__name__}")
+    return _scatter("scatter_reduce", x, dim, index, src, reduce, include_self)
 
 
 def index_add(x: Tensor, dim: Any, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:

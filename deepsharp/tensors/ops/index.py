@@ -99,3 +99,89 @@ class ScatterAdd:
         gsrc = np.zeros(src.shape, grad.dtype)
         gsrc[tuple(slice(n) for n in index.shape)] = grad[_along(index, axis)]
         return grad, None, gsrc
+
+
+# scatter_reduce's reductions (a record's attributes are numbers): PyTorch's names
+SCATTER_REDUCTIONS = {"none": 0, "sum": 1, "mean": 2, "amax": 3, "amin": 4}
+_NONE, _SUM, _MEAN, _AMAX, _AMIN = range(5)
+
+
+def identity(reduce: int, dtype: np.dtype):
+    """What a position holds before its first scatter when the input's own value is left out."""
+    if reduce in (_AMAX, _AMIN):
+        if dtype.kind == "f":
+            return -np.inf if reduce == _AMAX else np.inf
+        info = np.iinfo(dtype) if dtype.kind in "iu" else None
+        if info is None:
+            return reduce == _AMIN  # bool: max starts at False, min at True
+        return info.min if reduce == _AMAX else info.max
+    return 0
+
+
+def _scatter_parts(a, index, src, axis):
+    """The fancy index of every scattered position, src read over index's shape, and which of
+    a's positions receive at least one value."""
+    along = _along(index, axis)
+    received = np.zeros(a.shape, bool)
+    received[along] = True
+    return along, src[tuple(slice(n) for n in index.shape)], received
+
+
+@primitive("scatter_reduce")
+class ScatterReduce:
+    """PyTorch's scatter and scatter_reduce along `axis`: at every position of `index`,
+    src[..., i, ...] goes to out[..., index[..., i, ...], ...], combined by `reduce` (none: the
+    last write wins; sum; mean; amax; amin), with the input's own value when `include_self`.
+    Positions no index names keep the input's value. Integer means floor, as PyTorch's.
+
+    Gradients, as PyTorch's: none and sum pass the gradient to what was written (src gathered by
+    index; the input where it is kept); mean divides it by each position's count; amax and amin
+    share it evenly among every value equal to the result."""
+
+    def forward(a, index, src, *, axis, reduce, include_self):
+        if index.ndim != a.ndim or src.ndim != a.ndim or any(
+                n > s or (d != axis and n > m)
+                for d, (n, m, s) in enumerate(zip(index.shape, a.shape, src.shape))):
+            raise OpError(f"scatter: the index {index.shape} must have the rank of the input "
+                          f"{a.shape} and of src {src.shape}, no larger a size than src's on any "
+                          f"axis, nor than the input's on the axes other than {axis}")
+        check_range("scatter", index, a.shape[axis], f"axis {axis}")
+        along, part, received = _scatter_parts(a, index, src, axis)
+        out = a.copy()
+        if reduce == _NONE:
+            out[along] = part
+            return out, None
+        if not include_self:
+            out[received] = identity(reduce, a.dtype)
+        ufunc = {_SUM: np.add, _MEAN: np.add, _AMAX: np.maximum, _AMIN: np.minimum}[reduce]
+        ufunc.at(out, along, part)
+        if reduce == _MEAN:
+            counts = np.zeros(a.shape, a.dtype)
+            np.add.at(counts, along, 1)
+            counts = np.where(received, counts + bool(include_self), 1).astype(a.dtype)
+            out = out / counts if a.dtype.kind == "f" else out // counts
+        return out, (out if reduce in (_AMAX, _AMIN) else None)  # (the ties' rule reads it)
+
+    def backward(grad, out, a, index, src, *, axis, reduce, include_self):
+        along, part, received = _scatter_parts(a, index, src, axis)
+        # where the input's own value counts
+        kept = np.logical_not(received) if reduce == _NONE else (
+            True if include_self else np.logical_not(received))
+        if reduce == _MEAN:
+            counts = np.zeros(a.shape, grad.dtype)
+            np.add.at(counts, along, 1)
+            grad = grad / np.where(received, counts + bool(include_self), 1).astype(grad.dtype)
+        if reduce in (_AMAX, _AMIN):
+            # PyTorch's rule, to the letter: the input's value is counted among the ties where it
+            # equals the result even when include_self=False leaves it out (it then gets none)
+            self_hit, src_hit = a == out, part == out[along]
+            counts = self_hit.astype(grad.dtype)
+            np.add.at(counts, along, src_hit.astype(grad.dtype))
+            grad = np.divide(grad, counts, out=np.zeros_like(grad), where=counts > 0)
+            ga, gpart = np.where(self_hit & kept, grad, 0).astype(grad.dtype), \
+                np.where(src_hit, grad[along], 0).astype(grad.dtype)
+        else:
+            ga, gpart = np.where(kept, grad, 0).astype(grad.dtype), grad[along]
+        gsrc = np.zeros(src.shape, grad.dtype)
+        gsrc[tuple(slice(n) for n in index.shape)] = gpart
+        return ga, None, gsrc
