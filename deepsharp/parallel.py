@@ -28,6 +28,17 @@ Only a `Network` whose layers treat each example on its own can be split this wa
 mixes the examples of a batch (batch normalisation's batch statistics) would compute other
 numbers, and a Module written as code cannot be vouched for; both are refused with an error
 naming why. `threadpoolctl` is the optional extra `deepsharp[parallel]`.
+
+`data_parallel(2, split="kernels")` splits the work the other way: one pass over the whole batch
+on the calling thread, as at one thread, while the largest kernels hand half of their own work
+to the worker (deepsharp.tensors.ops.two_threads): `conv_relu_max_pool`'s Winograd runs (forward
+and back, the kernel's gradient summed run by run in order), its direct product (split where
+OpenBLAS's blocks of rows meet), its max, bias, relu and gradient routing (row by row), and
+Adam's flat update (elementwise). Every operation is the one thread's, on the same numbers in
+the same order, so the results are one thread's bit for bit (tests/deepsharp/test_parallel.py),
+any network can run so (nothing is split across examples), and the Python and autograd work runs
+once, not once per share; what is not split (other layers, Python) runs on one core. Adam's
+update is split under either split, outside the shares.
 """
 
 from __future__ import annotations

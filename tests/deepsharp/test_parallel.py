@@ -12,7 +12,7 @@ from deepsharp.parallel import data_parallel, forward_backward, threads
 from deepsharp.random import RandomStream as Stream
 from deepsharp.run import current_run, running
 from deepsharp.tensors import Tensor, apply
-from deepsharp.tensors.ops import two_threads, winograd
+from deepsharp.tensors.ops import conv_pool, two_threads, winograd
 
 # float summation order only: a product over two shares of rows against one over all of them
 RTOL = 1e-5
@@ -124,6 +124,7 @@ def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypat
     update in two halves at once, the numbers of one thread exactly (the runs' sums added in
     order; the direct product split where OpenBLAS's blocks of rows meet)."""
     monkeypatch.setattr(winograd, "CHUNK_TILES", 16)  # four images a run: several runs to split
+    monkeypatch.setattr(conv_pool, "SPLIT_VALUES", 1)  # the max, bias and relu split too
     generator = np.random.default_rng(4)
     x = generator.standard_normal((30, 16, 16, 1)).astype(np.float32)
     y = generator.integers(0, 3, 30)

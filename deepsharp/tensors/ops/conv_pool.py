@@ -130,6 +130,7 @@ def _product(cols: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 ROW_ALIGN = 144  # 3 x 2, 4, 6, 8, 12 and 16: a block boundary for each kernel width
+SPLIT_VALUES = 1 << 18  # the max, bias and relu of fewer pooled values stay on one thread
 
 
 def _max_bias_relu(products: np.ndarray, bias: np.ndarray | None):
@@ -151,7 +152,10 @@ def _max_bias_relu(products: np.ndarray, bias: np.ndarray | None):
             plus_bias(best[r], bias, out=pre[r])
         np.maximum(pre[r], 0, out=out[r])
 
-    in_halves(rows, m)
+    if m * o >= SPLIT_VALUES:
+        in_halves(rows, m)
+    else:  # a few values: handing half to the worker costs more than it saves
+        rows(slice(0, m))
     return best, pre, out
 
 
