@@ -97,20 +97,28 @@ class ConvReluMaxPool:
     def backward(grad, saved, x, w, *bias, pads, pool):
         cols, products, best, pre, padded = saved
         out_channels = w.shape[-1]
-        # relu's rule: a gradient only where the pooled value (bias added) is above zero
-        g = grad.reshape(-1, out_channels) * (pre > 0)
-        # max_pool's rule: to the first largest candidate of each window, in row-major order
+        grad2d = grad.reshape(-1, out_channels)
+        g = np.empty(grad2d.shape, grad2d.dtype)
         routed = np.empty_like(products)
+
+        def route(r: slice) -> None:  # rows r of g and routed
+            # relu's rule: a gradient only where the pooled value (bias added) is above zero
+            np.multiply(grad2d[r], pre[r] > 0, out=g[r])
+            # max_pool's rule: to the first largest candidate of each window, in row-major order
+            _route_to_first_max(products[:, r], best[r], g[r], routed[:, r])
+
         compiled = kernel("route_to_first_max")
         if compiled is not None:  # the same selection in one pass (deepsharp.compiled)
+            np.multiply(grad2d, pre > 0, out=g)
             compiled(products, best, g, routed)
-        else:  # row by row: two halves at once inside data_parallel(2, split="kernels")
-            in_halves(lambda r: _route_to_first_max(products[:, r], best[r], g[r], routed[:, r]),
-                      len(best))
+            route = None
         if isinstance(cols, tuple):  # the Winograd path's (v, u, tiles)
-            gx, gw = winograd.backward(routed, cols, padded, w.shape, needs_input_grad(0))
+            # each run's rows routed just before the run reads them, by the thread running it
+            gx, gw = winograd.backward(routed, cols, padded, w.shape, needs_input_grad(0), route)
             gx = None if gx is None else crop_places(gx, pads)
         else:
+            if route is not None:  # row by row: two halves at once under in_halves
+                in_halves(route, len(best))
             flat = routed.reshape(-1, out_channels)
             gw = (cols.reshape(-1, cols.shape[-1]).T @ flat).reshape(w.shape)
             gx = _input_grad(routed, w, padded, pool, pads) if needs_input_grad(0) else None

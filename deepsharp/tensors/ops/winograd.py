@@ -25,6 +25,8 @@ make inf - inf inside a transform, where the direct product gives an infinity.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from deepsharp.tensors.ops.two_threads import split_batch, split_work
@@ -67,8 +69,10 @@ def forward(xp: np.ndarray, w: np.ndarray, tiles):
     return (v, u, tiles), candidates
 
 
-def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool):
-    """(dX (padded) or None, dW (3, 3, C, O)) from the candidates' gradients (4, tiles, O)."""
+def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool,
+             route: Callable[[slice], None] | None = None):
+    """(dX (padded) or None, dW (3, 3, C, O)) from the candidates' gradients (4, tiles, O);
+    `route(rows)`, if given, fills those rows of `routed` first, run by run."""
     v, u, tiles = saved
     du = np.zeros(u.shape, routed.dtype)
     gx = None
@@ -80,6 +84,8 @@ def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool
     def runs(chunks) -> list[np.ndarray]:
         sums = []
         for images, rows in chunks:
+            if route is not None:
+                route(rows)
             dm = output_grad(routed[:, rows])
             sums.append(np.matmul(v[:, rows].transpose(0, 2, 1), dm))
             if gx is not None:
