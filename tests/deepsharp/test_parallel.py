@@ -200,3 +200,35 @@ def test_split_must_be_named():
     with pytest.raises(SpecError, match="split must be one of batch, kernels, received 'rows'"):
         with data_parallel(2, split="rows"):
             pass
+
+
+def test_kernels_split_their_work_only_where_the_user_asked_for_two_threads():
+    """No thread outside data_parallel(2); none inside a batch's share (both threads are busy);
+    a half never splits again; split_work's results come back in the items' order."""
+    seen = []
+
+    def work(part):
+        nested = two_threads.split_work(lambda inner: list(inner), part)
+        seen.append((part, len(nested)))
+        return list(part)
+
+    assert two_threads.split_work(work, [1, 2, 3]) == [[1, 2, 3]]
+    with data_parallel(2):  # batches split: kernels keep their work whole
+        assert two_threads.split_work(work, [1, 2, 3]) == [[1, 2, 3]]
+        rows = []
+        two_threads.in_halves(rows.append, 10)  # the worker is idle here: elementwise halves
+        assert sorted(r.start for r in rows) == [0, 5] and {r.stop for r in rows} == {5, 10}
+        token = two_threads.in_share.set(True)
+        try:
+            rows.clear()
+            two_threads.in_halves(rows.append, 10)
+            assert rows == [slice(0, 10)]
+        finally:
+            two_threads.in_share.reset(token)
+    seen.clear()
+    with data_parallel(2, split="kernels"):
+        assert two_threads.split_work(work, [1, 2, 3]) == [[1, 2], [3]]
+        rows = []
+        two_threads.in_halves(rows.append, 300, align=144)
+        assert sorted((r.start, r.stop) for r in rows) == [(0, 144), (144, 300)]
+    assert sorted(seen) == [([1, 2], 1), ([3], 1)]  # each half ran whole: no nested split

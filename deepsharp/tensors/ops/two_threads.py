@@ -29,6 +29,8 @@ threads_var: ContextVar[int] = ContextVar("deepsharp_data_parallel", default=1)
 split_var: ContextVar[str] = ContextVar("deepsharp_data_parallel_split", default="batch")
 # set while a batch's share runs (on either thread): both threads are busy, nothing splits again
 in_share: ContextVar[bool] = ContextVar("deepsharp_data_parallel_share", default=False)
+# set while a kernel's half runs (on either thread): likewise
+_in_half: ContextVar[bool] = ContextVar("deepsharp_data_parallel_half", default=False)
 _POOL: ThreadPoolExecutor | None = None
 
 R = TypeVar("R")
@@ -50,7 +52,7 @@ def split_batch() -> bool:
 
 
 def _worker_idle() -> bool:
-    return threads_var.get() == 2 and not in_share.get()
+    return threads_var.get() == 2 and not in_share.get() and not _in_half.get()
 
 
 def _split_kernels() -> bool:
@@ -65,8 +67,8 @@ def split_work(work: Callable[[Sequence], R], items: Sequence) -> list[R]:
     if not _split_kernels() or len(items) < 2:
         return [work(items)]
     half = (len(items) + 1) // 2
-    other = on_worker(_worker_side, work, items[half:])
-    mine = work(items[:half])
+    other = on_worker(_half, work, items[half:])
+    mine = _half(work, items[:half])
     return [mine, other.result()]
 
 
@@ -79,12 +81,16 @@ def in_halves(work: Callable[[slice], None], size: int, align: int = 1) -> None:
     if not _worker_idle() or not 0 < half < size:
         work(slice(0, size))
         return
-    other = on_worker(_worker_side, work, slice(half, size))
-    work(slice(0, half))
+    other = on_worker(_half, work, slice(half, size))
+    _half(work, slice(0, half))
     other.result()
 
 
-def _worker_side(work: Callable[[Any], R], part: Any) -> R:
-    """The worker's half, with the split turned off inside it (a half never splits again)."""
-    threads_var.set(1)
-    return work(part)
+def _half(work: Callable[[Any], R], part: Any) -> R:
+    """One half, on either thread, with splitting turned off inside it: the other thread is
+    busy with the other half (a half never splits again)."""
+    token = _in_half.set(True)
+    try:
+        return work(part)
+    finally:
+        _in_half.reset(token)
