@@ -32,6 +32,7 @@ in_share: ContextVar[bool] = ContextVar("deepsharp_data_parallel_share", default
 # set while a kernel's half runs (on either thread): likewise
 _in_half: ContextVar[bool] = ContextVar("deepsharp_data_parallel_half", default=False)
 _POOL: ThreadPoolExecutor | None = None
+CALLER_SHARE = 0.5  # of in_halves' rows, the calling thread's
 
 R = TypeVar("R")
 
@@ -66,7 +67,7 @@ def split_work(work: Callable[[Sequence], R], items: Sequence) -> list[R]:
     order, so the numbers do not depend on the split."""
     if not _split_kernels() or len(items) < 2:
         return [work(items)]
-    half = (len(items) + 1) // 2
+    half = len(items) // 2  # the caller has the rest of the step to run: the worker the more
     other = on_worker(_half, work, items[half:])
     mine = _half(work, items[:half])
     return [mine, other.result()]
@@ -77,7 +78,7 @@ def in_halves(work: Callable[[slice], None], size: int, align: int = 1) -> None:
     inside `data_parallel(2)` (either split: the worker is idle while it runs), else
     work(slice(0, size)). For work that treats each row on its own (elementwise passes: the same
     numbers either way), such as Adam's flat update."""
-    half = (size + align) // (2 * align) * align
+    half = round(size * CALLER_SHARE / align) * align
     if not _worker_idle() or not 0 < half < size:
         work(slice(0, size))
         return
