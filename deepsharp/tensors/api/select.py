@@ -201,6 +201,28 @@ def scatter_reduce(x: Tensor, dim: Any, index: Any, src: Any, reduce: str, *,
     return _scatter("scatter_reduce", x, dim, index, src, reduce, include_self)
 
 
+def index_put(x: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """PyTorch's index_put: x with values written at x[indices] (a tuple of integer index tensors
+    for x's first axes, broadcast together; values broadcast to the positions they pick). Where a
+    position repeats, the last write wins (PyTorch's CPU order), or with accumulate=True all of
+    them add up. Bool masks are refused here: `masked_fill`, or `x[mask] = v`, write through one."""
+    if not isinstance(indices, (tuple, list)) or not indices or len(indices) > x.ndim:
+        raise OpError(f"index_put: indices must be a tuple of 1 to {x.ndim} index tensors, "
+                      f"received {indices!r}")
+    found = []
+    for k, index in enumerate(indices):
+        index = index if isinstance(index, Tensor) else Tensor(np.asarray(index))
+        if index.dtype == np.bool_:
+            raise OpError(f"index_put: indices[{k}] is a bool mask; write through it with "
+                          f"masked_fill or x[mask] = value")
+        found.append(_index("index_put", index))
+    values = as_tensor(values, like=x._data)
+    if values.dtype != x.dtype:
+        raise OpError(f"index_put: values must have the input's dtype {x.dtype}, received "
+                      f"{values.dtype} (PyTorch refuses it too)")
+    return apply("index_put", x, values, *found, accumulate=int(bool(accumulate)))
+
+
 def index_add(x: Tensor, dim: Any, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
     """PyTorch's index_add: x with alpha * source[..., i, ...] added at x[..., index[i], ...]
     along dim (index 1-d, as long as source's dim; repeats add up)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors.primitives import primitive
+from deepsharp.tensors.primitives import primitive, unbroadcast
 
 
 def check_range(op: str, indices: np.ndarray, size: int, where: str) -> None:
@@ -185,3 +185,36 @@ class ScatterReduce:
         gsrc = np.zeros(src.shape, grad.dtype)
         gsrc[tuple(slice(n) for n in index.shape)] = gpart
         return ga, None, gsrc
+
+
+@primitive("index_put")
+class IndexPut:
+    """a with values written at a[i0, i1, ..., ik-1] (k integer index arrays broadcast together
+    into a's first k axes; values broadcast to the region they pick), PyTorch's index_put and
+    numpy's `a[i, j] = v`: where the indices repeat a position the last write wins, or with
+    `accumulate` every write adds up. Gradients: a where not written over (all of it when
+    accumulating); values the gradient of every position written, summed over what they were
+    broadcast along."""
+
+    def forward(a, values, *indices, accumulate):
+        for axis, index in enumerate(indices):
+            check_range("index_put", index, a.shape[axis], f"axis {axis}")
+        region = a[tuple(indices)].shape
+        try:
+            spread = np.broadcast_to(values, region)
+        except ValueError:
+            raise OpError(f"index_put: values of shape {values.shape} cannot be broadcast to the "
+                          f"{region} positions the indices pick") from None
+        out = a.copy()
+        if accumulate:
+            np.add.at(out, tuple(indices), spread)
+        else:
+            out[tuple(indices)] = spread
+        return out, None
+
+    def backward(grad, saved, a, values, *indices, accumulate):
+        ga = grad
+        if not accumulate:
+            ga = grad.copy()
+            ga[tuple(indices)] = 0
+        return (ga, unbroadcast(grad[tuple(indices)], values.shape)) + (None,) * len(indices)
