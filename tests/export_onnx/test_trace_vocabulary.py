@@ -430,3 +430,15 @@ def test_a_diagonal_over_a_symbolic_axis_is_refused():
     with pytest.raises(TraceException, match="diagonal over axis 0") as caught:
         check_trace(lambda x: x.diagonal(), X, B)
     assert caught.value.kind == TraceErrorKind.SYMBOLIC_SHAPE
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda x: x.nonzero(), "nonzero\\(\\), whose result's size"),
+    (lambda x: F.argwhere(x > 0), "nonzero\\(\\), whose result's size"),
+    (lambda x: F.where(x > 0)[0], "nonzero\\(\\), whose result's size"),
+    (lambda x: x.masked_select(x > 0), "indexing with a bool mask"),
+])
+def test_positions_read_from_the_values_are_refused_as_data_dependent(fn, fragment):
+    with pytest.raises(TraceException, match=fragment) as caught:
+        check_trace(fn, X, B)
+    assert caught.value.kind == TraceErrorKind.DATA_DEPENDENT

@@ -417,6 +417,15 @@ CASES: list[P] = [
       (I(0), 0, I(1), I(2)), {"reduce": "amin"}, op="scatter_reduce"),
     P("scatter-reduce-amin-without-self", "x.scatter_reduce", [T(4, 3), Int(0, 4, 5, 3), T(5, 3)],
       (I(0), 0, I(1), I(2), "amin"), {"include_self": False}),
+    # positions read from the values (eager only)
+    P("nonzero", "x.nonzero", [Int(-1, 2, 3, 4)], (I(0),)),
+    P("nonzero-tuple", "torch.nonzero", [Bool(2, 3, 2)], (I(0),), {"as_tuple": True},
+      op="nonzero"),
+    P("argwhere", "torch.argwhere", [Int(-1, 2, 5)], (I(0),)),
+    P("where-condition-alone", "torch.where", [Bool(3, 4)], (I(0),), op="where"),
+    P("masked-select", "x.masked_select", [N(3, 4), Bool(4)], (I(0), I(1))),
+    P("masked-select-fn", "torch.masked_select", [N(4, 1), Bool(2, 4, 3)], (I(0), I(1)),
+      op="masked_select"),
     # index_put: the last write wins where the indices repeat, or with accumulate all add up
     P("index-put", "x.index_put", [N(4, 3), Int(-4, 4, 5), N(3)],
       (I(0), (I(1),), I(2))),
