@@ -21,6 +21,18 @@ def check_range(op: str, indices: np.ndarray, size: int, where: str) -> None:
         raise OpError(f"{op}: index {int(bad)} is out of range for {where} of size {size}")
 
 
+def check_scatter(op: str, a: np.ndarray, index: np.ndarray, src: np.ndarray, axis: int) -> None:
+    """A scatter's operands as PyTorch takes them: index of a's rank and src's, no larger than
+    src on any axis nor than a off `axis`, its values inside a's `axis`."""
+    if index.ndim != a.ndim or src.ndim != a.ndim or any(
+            n > s or (d != axis and n > m)
+            for d, (n, m, s) in enumerate(zip(index.shape, a.shape, src.shape))):
+        raise OpError(f"{op}: the index {index.shape} must have the rank of the input {a.shape} "
+                      f"and of src {src.shape}, no larger a size than src's on any axis, nor "
+                      f"than the input's on the axes other than {axis}")
+    check_range(op, index, a.shape[axis], f"axis {axis}")
+
+
 def _along(index: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
     """The fancy index picking a[..., index[...], ...] at every position of `index`."""
     grid = list(np.ogrid[tuple(slice(n) for n in index.shape)])
@@ -84,13 +96,7 @@ class ScatterAdd:
     Gradients: a gets grad, src gets grad gathered by index (zero past index's shape)."""
 
     def forward(a, index, src, *, axis):
-        if index.ndim != a.ndim or src.ndim != a.ndim or any(
-                n > s or (d != axis and n > m)
-                for d, (n, m, s) in enumerate(zip(index.shape, a.shape, src.shape))):
-            raise OpError(f"scatter_add: the index {index.shape} must have the rank of the input "
-                          f"{a.shape} and of src {src.shape}, no larger a size than src's on any "
-                          f"axis, nor than the input's on the axes other than {axis}")
-        check_range("scatter_add", index, a.shape[axis], f"axis {axis}")
+        check_scatter("scatter_add", a, index, src, axis)
         out = a.copy()
         np.add.at(out, _along(index, axis), src[tuple(slice(n) for n in index.shape)])
         return out, None
@@ -139,13 +145,7 @@ class ScatterReduce:
     share it evenly among every value equal to the result."""
 
     def forward(a, index, src, *, axis, reduce, include_self):
-        if index.ndim != a.ndim or src.ndim != a.ndim or any(
-                n > s or (d != axis and n > m)
-                for d, (n, m, s) in enumerate(zip(index.shape, a.shape, src.shape))):
-            raise OpError(f"scatter: the index {index.shape} must have the rank of the input "
-                          f"{a.shape} and of src {src.shape}, no larger a size than src's on any "
-                          f"axis, nor than the input's on the axes other than {axis}")
-        check_range("scatter", index, a.shape[axis], f"axis {axis}")
+        check_scatter("scatter", a, index, src, axis)
         along, part, received = _scatter_parts(a, index, src, axis)
         out = a.copy()
         if reduce == _NONE:
