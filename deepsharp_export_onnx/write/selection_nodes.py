@@ -71,12 +71,11 @@ def _scatter_reduce(emit, inputs, attrs, ranks):
     return emit("Div", [emit("Sub", [total, remainder], suffix="multiple"), counts])
 
 
-@writes_primitive("index_nd", dims=vdims.index_nd)
-def _index_nd(emit, inputs, attrs, ranks):
-    """GatherND by the index arrays broadcast together and stacked on a last axis."""
-    data, indices = inputs[0], list(inputs[1:])
-    width = max(ranks[1:])
-    if any(r != width for r in ranks[1:]) or len(indices) > 1:
+def _stacked(emit: Emit, indices: list[str], ranks) -> str:
+    """Index arrays broadcast together and stacked on a last axis: GatherND's and ScatterND's
+    indices."""
+    width = max(ranks)
+    if any(r != width for r in ranks) or len(indices) > 1:
         zeros = [emit("Mul", [i, emit.constant("zero", np.asarray(0, np.int64))],
                       suffix=f"zero_{k}") for k, i in enumerate(indices)]
         total = zeros[0]
@@ -85,9 +84,34 @@ def _index_nd(emit, inputs, attrs, ranks):
         indices = [emit("Add", [i, total], suffix=f"index_{k}") for k, i in enumerate(indices)]
     columns = [emit("Unsqueeze", [i], {"axes": [width]}, suffix=f"column_{k}")
                for k, i in enumerate(indices)]
-    stacked = columns[0] if len(columns) == 1 else emit("Concat", columns, {"axis": -1},
-                                                         suffix="stacked")
-    return emit("GatherND", [data, stacked])
+    return columns[0] if len(columns) == 1 else emit("Concat", columns, {"axis": -1},
+                                                      suffix="stacked")
+
+
+@writes_primitive("index_nd", dims=vdims.index_nd)
+def _index_nd(emit, inputs, attrs, ranks):
+    """GatherND by the index arrays broadcast together and stacked on a last axis."""
+    return emit("GatherND", [inputs[0], _stacked(emit, list(inputs[1:]), ranks[1:])])
+
+
+@writes_primitive("index_put", dims=vdims.scattered)
+def _index_put(emit, inputs, attrs, ranks):
+    """ScatterND (reduction add when accumulating) of the values expanded to the positions the
+    stacked indices pick; negative indices made positive first (ScatterND takes 0..n-1)."""
+    data, values, indices = inputs[0], inputs[1], list(inputs[2:])
+    positive = []
+    for k, index in enumerate(indices):
+        size = axis_size(emit, data, 0, k, ranks[0])
+        wrapped = emit("Add", [index, size], suffix=f"wrapped_{k}")
+        negative = emit("Less", [index, emit.constant(f"zero_{k}", np.asarray(0, np.int64))],
+                        suffix=f"negative_{k}")
+        positive.append(emit("Where", [negative, wrapped, index], suffix=f"positive_{k}"))
+    stacked = _stacked(emit, positive, ranks[2:])
+    region = emit("Shape", [emit("GatherND", [data, stacked], suffix="region")],
+                  suffix="region_shape")
+    updates = emit("Expand", [values, region], suffix="updates")
+    return emit("ScatterND", [data, stacked, updates],
+                {"reduction": "add"} if attrs["accumulate"] else {})
 
 
 @writes_primitive("one_hot", dims=vdims.one_hot)

@@ -87,3 +87,6 @@ for _reduce in range(5):
         case("scatter_reduce", f"reduce{_reduce}-self{_self}")(
             lambda r=_reduce, k=_self: ([normal(3, 5), _PLACES, normal(3, 4)],
                                         {"axis": 1, "reduce": r, "include_self": k}))
+case("index_put")(lambda: ([normal(4, 3), normal(3), np.array([2, -1, 0])], {"accumulate": 0}))
+case("index_put", "accumulate")(lambda: ([normal(4, 3), normal(2, 1), np.array([[1], [3]]),
+                                          np.array([0, 2])], {"accumulate": 1}))

@@ -71,3 +71,38 @@ def test_refusals_name_the_argument(call, message):
     with pytest.raises(OpError) as caught:
         call(x, Tensor(np.array([[0, 1, 2], [2, 1, 0]])))
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_gradients_match_finite_differences(accumulate):
+    rows, columns = np.array([[2], [0]]), np.array([[1, -1, 0]])   # 6 distinct positions
+    x, values, up = _rng.standard_normal((3, 4)), _rng.standard_normal(3), _rng.standard_normal((3, 4))
+    assert_gradients(lambda x, v: (x.index_put((Tensor(rows), Tensor(columns)), v,
+                                               accumulate=accumulate) * up).sum(), [x, values])
+
+
+def test_writing_through_integer_arrays_is_index_put():
+    """x[i, j] = v on a tensor that records (numpy's meaning): trains as index_put."""
+    x = Tensor(np.zeros((3, 4), np.float32), requires_grad=True)
+    y = x * 1.0
+    y[Tensor(np.array([0, 2])), [1, -1]] = Tensor(np.array([7.0, 8.0], np.float32))
+    y[[1]] = 9.0
+    np.testing.assert_array_equal(y.numpy(), [[0, 7, 0, 0], [9, 9, 9, 9], [0, 0, 0, 8]])
+    (y * 2.0).sum().backward()
+    np.testing.assert_array_equal(x.grad, [[2, 0, 2, 2], [0, 0, 0, 0], [2, 2, 2, 0]])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: x.index_put((Tensor(np.array([True, False])),), Tensor(np.ones(3, np.float32))),
+     "index_put: indices[0] is a bool mask; write through it with masked_fill or x[mask] = value"),
+    (lambda x: x.index_put(Tensor(np.array([0])), Tensor(np.ones(3, np.float32))),
+     "index_put: indices must be a tuple of 1 to 2 index tensors"),
+    (lambda x: x.index_put((Tensor(np.array([0, 1])),), Tensor(np.ones(2, np.float32))),
+     "index_put: values of shape (2,) cannot be broadcast to the (2, 3) positions the indices pick"),
+    (lambda x: x.index_put((Tensor(np.array([5])),), Tensor(np.ones(3, np.float32))),
+     "index_put: index 5 is out of range for axis 0 of size 2"),
+])
+def test_index_put_refusals_name_the_argument(call, message):
+    with pytest.raises(OpError) as caught:
+        call(Tensor(np.ones((2, 3), np.float32)))
+    assert message in str(caught.value)

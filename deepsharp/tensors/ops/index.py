@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors.primitives import primitive
+from deepsharp.tensors.primitives import primitive, unbroadcast
 
 
 def check_range(op: str, indices: np.ndarray, size: int, where: str) -> None:
@@ -19,6 +19,18 @@ def check_range(op: str, indices: np.ndarray, size: int, where: str) -> None:
     if indices.size and (indices.min() < -size or indices.max() >= size):
         bad = indices[(indices < -size) | (indices >= size)].flat[0]
         raise OpError(f"{op}: index {int(bad)} is out of range for {where} of size {size}")
+
+
+def check_scatter(op: str, a: np.ndarray, index: np.ndarray, src: np.ndarray, axis: int) -> None:
+    """A scatter's operands as PyTorch takes them: index of a's rank and src's, no larger than
+    src on any axis nor than a off `axis`, its values inside a's `axis`."""
+    if index.ndim != a.ndim or src.ndim != a.ndim or any(
+            n > s or (d != axis and n > m)
+            for d, (n, m, s) in enumerate(zip(index.shape, a.shape, src.shape))):
+        raise OpError(f"{op}: the index {index.shape} must have the rank of the input {a.shape} "
+                      f"and of src {src.shape}, no larger a size than src's on any axis, nor "
+                      f"than the input's on the axes other than {axis}")
+    check_range(op, index, a.shape[axis], f"axis {axis}")
 
 
 def _along(index: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
@@ -84,13 +96,7 @@ class ScatterAdd:
     Gradients: a gets grad, src gets grad gathered by index (zero past index's shape)."""
 
     def forward(a, index, src, *, axis):
-        if index.ndim != a.ndim or src.ndim != a.ndim or any(
-                n > s or (d != axis and n > m)
-                for d, (n, m, s) in enumerate(zip(index.shape, a.shape, src.shape))):
-            raise OpError(f"scatter_add: the index {index.shape} must have the rank of the input "
-                          f"{a.shape} and of src {src.shape}, no larger a size than src's on any "
-                          f"axis, nor than the input's on the axes other than {axis}")
-        check_range("scatter_add", index, a.shape[axis], f"axis {axis}")
+        check_scatter("scatter_add", a, index, src, axis)
         out = a.copy()
         np.add.at(out, _along(index, axis), src[tuple(slice(n) for n in index.shape)])
         return out, None
@@ -139,13 +145,7 @@ class ScatterReduce:
     share it evenly among every value equal to the result."""
 
     def forward(a, index, src, *, axis, reduce, include_self):
-        if index.ndim != a.ndim or src.ndim != a.ndim or any(
-                n > s or (d != axis and n > m)
-                for d, (n, m, s) in enumerate(zip(index.shape, a.shape, src.shape))):
-            raise OpError(f"scatter: the index {index.shape} must have the rank of the input "
-                          f"{a.shape} and of src {src.shape}, no larger a size than src's on any "
-                          f"axis, nor than the input's on the axes other than {axis}")
-        check_range("scatter", index, a.shape[axis], f"axis {axis}")
+        check_scatter("scatter", a, index, src, axis)
         along, part, received = _scatter_parts(a, index, src, axis)
         out = a.copy()
         if reduce == _NONE:
@@ -185,3 +185,36 @@ class ScatterReduce:
         gsrc = np.zeros(src.shape, grad.dtype)
         gsrc[tuple(slice(n) for n in index.shape)] = gpart
         return ga, None, gsrc
+
+
+@primitive("index_put")
+class IndexPut:
+    """a with values written at a[i0, i1, ..., ik-1] (k integer index arrays broadcast together
+    into a's first k axes; values broadcast to the region they pick), PyTorch's index_put and
+    numpy's `a[i, j] = v`: where the indices repeat a position the last write wins, or with
+    `accumulate` every write adds up. Gradients: a where not written over (all of it when
+    accumulating); values the gradient of every position written, summed over what they were
+    broadcast along."""
+
+    def forward(a, values, *indices, accumulate):
+        for axis, index in enumerate(indices):
+            check_range("index_put", index, a.shape[axis], f"axis {axis}")
+        region = a[tuple(indices)].shape
+        try:
+            spread = np.broadcast_to(values, region)
+        except ValueError:
+            raise OpError(f"index_put: values of shape {values.shape} cannot be broadcast to the "
+                          f"{region} positions the indices pick") from None
+        out = a.copy()
+        if accumulate:
+            np.add.at(out, tuple(indices), spread)
+        else:
+            out[tuple(indices)] = spread
+        return out, None
+
+    def backward(grad, saved, a, values, *indices, accumulate):
+        ga = grad
+        if not accumulate:
+            ga = grad.copy()
+            ga[tuple(indices)] = 0
+        return (ga, unbroadcast(grad[tuple(indices)], values.shape)) + (None,) * len(indices)
