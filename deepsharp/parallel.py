@@ -33,8 +33,9 @@ naming why. `threadpoolctl` is the optional extra `deepsharp[parallel]`.
 on the calling thread, as at one thread, while the largest kernels hand half of their own work
 to the worker (deepsharp.tensors.ops.two_threads): `conv_relu_max_pool`'s Winograd runs (forward
 and back, the kernel's gradient summed run by run in order), its direct product (split where
-OpenBLAS's blocks of rows meet), its max, bias, relu and gradient routing (row by row), and
-Adam's flat update (elementwise). Every operation is the one thread's, on the same numbers in
+OpenBLAS's blocks of rows meet), its max, bias, relu and gradient routing (row by row), a large
+dense layer's two gradient products (the input's on the worker) and Adam's flat update
+(elementwise). Every operation is the one thread's, on the same numbers in
 the same order, so the results are one thread's bit for bit (tests/deepsharp/test_parallel.py),
 any network can run so (nothing is split across examples), and the Python and autograd work runs
 once, not once per share; what is not split (other layers, Python) runs on one core. Adam's

@@ -12,7 +12,7 @@ from deepsharp.parallel import data_parallel, forward_backward, threads
 from deepsharp.random import RandomStream as Stream
 from deepsharp.run import current_run, running
 from deepsharp.tensors import Tensor, apply
-from deepsharp.tensors.ops import conv_pool, two_threads, winograd
+from deepsharp.tensors.ops import conv_pool, linalg, two_threads, winograd
 
 # float summation order only: a product over two shares of rows against one over all of them
 RTOL = 1e-5
@@ -116,15 +116,16 @@ def test_refusals_name_the_reason():
 def _cnn():
     """A first block of one input channel (the direct product) and a second of 24 (Winograd)."""
     return (Sequential().conv2d(24, 3).relu().max_pool2d(2).conv2d(8, 3).relu().max_pool2d(2)
-            .flatten().dense(3)).lower(Shape(16, 16, 1), RandomStream(0))
+            .flatten().dense(16).relu().dense(3)).lower(Shape(16, 16, 1), RandomStream(0))
 
 
 def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypatch):
-    """data_parallel(2, split="kernels"): the products, the Winograd runs, the routing and Adam's
-    update in two halves at once, the numbers of one thread exactly (the runs' sums added in
+    """data_parallel(2, split="kernels"): the products, the Winograd runs, the routing, the dense
+    layers' two gradient products and Adam's update in two halves at once, the numbers of one thread exactly (the runs' sums added in
     order; the direct product split where OpenBLAS's blocks of rows meet)."""
     monkeypatch.setattr(winograd, "CHUNK_TILES", 16)  # four images a run: several runs to split
     monkeypatch.setattr(conv_pool, "SPLIT_VALUES", 1)  # the max, bias and relu split too
+    monkeypatch.setattr(linalg, "SPLIT_PRODUCT", 1)  # and the dense layers' two products
     generator = np.random.default_rng(4)
     x = generator.standard_normal((30, 16, 16, 1)).astype(np.float32)
     y = generator.integers(0, 3, 30)

@@ -9,7 +9,7 @@ runs inside `data_parallel(2)`. It splits one of two ways:
   one thread, and only sizes its runs for one core's cache (`split_batch`).
 - **kernels**: one pass over the whole batch on the calling thread, as at one thread, whose
   largest kernels split their own independent work in two halves, one on the worker
-  (`split_work`, `in_halves`): the same operations on the same numbers in the same order, so the
+  (`split_work`, `in_halves`, `both`): the same operations on the same numbers in the same order, so the
   same results, bit for bit, as one thread gives.
 
 This module imports nothing from deepsharp: the kernels (deepsharp.tensors.ops) and
@@ -85,6 +85,18 @@ def in_halves(work: Callable[[slice], None], size: int, align: int = 1) -> None:
     other = on_worker(_half, work, slice(half, size))
     _half(work, slice(0, half))
     other.result()
+
+
+def both(first: Callable[[], R], second: Callable[[], Any], worth: bool = True
+         ) -> tuple[R, Any]:
+    """(first(), second()): two independent computations (two products of one backward rule),
+    the second on the worker while the caller runs the first inside `data_parallel(2)` (the
+    worker idle) when they are `worth` a hand-off, else one after the other; each is the same
+    computation either way."""
+    if not worth or not _worker_idle():
+        return first(), second()
+    other = on_worker(_half, lambda _: second(), None)
+    return _half(lambda _: first(), None), other.result()
 
 
 def _half(work: Callable[[Any], R], part: Any) -> R:
