@@ -84,6 +84,8 @@ def pool_node_form(primitive: str, attrs: dict[str, Any], places: Sequence[Any]
     form = {"kernel_shape": ints(kernel), "strides": ints(strides),
             **border(attrs["pads"], attrs.get("auto_pad", NOTSET), places, kernel, strides,
                      dilations)}
+    if attrs.get("ceil_mode"):  # (Runtime's count and divisors are PyTorch's: tested)
+        form["ceil_mode"] = 1
     if primitive == "max_pool":
         if any(d != 1 for d in dilations):  # an attribute of MaxPool from set 10 only
             form["dilations"] = ints(dilations)
