@@ -41,6 +41,8 @@ CASES = [
     ("avg_pool1d-same", Sequential().avg_pool1d(3, stride=2, padding="same"), SERIES, LENGTHS),
     # ceil_mode (6 -> 3 and 6 -> 4 places where floor gives 2 and 3); over a series' free length
     ("max_pool2d-ceil", Sequential().max_pool2d(3, stride=2, ceil_mode=True), IMAGE, ()),
+    ("max_pool2d-ceil-stride-1", Sequential().max_pool2d(3, stride=1, padding=1, ceil_mode=True),
+     IMAGE, ()),  # (written without ceil_mode: the count is the same)
     ("avg_pool2d-ceil-including", Sequential().avg_pool2d(3, stride=2, padding=1, ceil_mode=True,
                                                           count_include_pad=True), IMAGE, ()),
     ("max_pool1d-ceil-series", Sequential().max_pool1d(3, stride=2, padding=1, ceil_mode=True),
