@@ -44,8 +44,9 @@ def check_mask(key_mask: np.ndarray | None, batch: int, keys: int, what: str) ->
                       f"{key_mask.dtype} {key_mask.shape}")
 
 
-def attend(q, k, v, key_mask, scale, causal):
-    """softmax(q k^T scale + left out) v and the softmax weights (see the module's docstring)."""
+def attend(q, k, v, key_mask, scale, causal, out=None):
+    """softmax(q k^T scale + left out) v and the softmax weights (see the module's docstring);
+    the product into `out` when given (a strided view: BLAS writes it in place, no copy)."""
     scores = np.matmul(q, np.swapaxes(k, -1, -2))
     scores *= np.asarray(scale, q.dtype)
     allowed = allowed_keys(key_mask, causal, q.ndim, q.shape[-2], k.shape[-2])
@@ -57,18 +58,20 @@ def attend(q, k, v, key_mask, scale, causal):
     weights /= weights.sum(axis=-1, keepdims=True)
     if key_mask is not None:  # only a key mask can leave a query nothing to look at
         weights *= allowed.any(axis=-1, keepdims=True)
-    return np.matmul(weights, v), weights
+    return np.matmul(weights, v, out=out), weights
 
 
-def attend_grad(grad, weights, q, k, v, scale):
-    """The gradients of q, k and v through `attend`."""
-    dw = np.matmul(grad, np.swapaxes(v, -1, -2))
-    ds = dw - (dw * weights).sum(axis=-1, keepdims=True)
+def attend_grad(grad, weights, q, k, v, scale, outs=(None, None, None)):
+    """The gradients of q, k and v through `attend` (into `outs` where given). The softmax's
+    rule (dw - sum(dw weights)) weights, in place over dw's buffer."""
+    ds = np.matmul(grad, np.swapaxes(v, -1, -2))
+    work = ds * weights
+    ds -= work.sum(axis=-1, keepdims=True)
     ds *= weights
     ds *= np.asarray(scale, q.dtype)
-    dq = np.matmul(ds, k)
-    dk = np.matmul(np.swapaxes(ds, -1, -2), q)
-    dv = np.matmul(np.swapaxes(weights, -1, -2), grad)
+    dq = np.matmul(ds, k, out=outs[0])
+    dk = np.matmul(np.swapaxes(ds, -1, -2), q, out=outs[1])
+    dv = np.matmul(np.swapaxes(weights, -1, -2), grad, out=outs[2])
     return dq, dk, dv
 
 
