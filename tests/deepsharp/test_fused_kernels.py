@@ -439,3 +439,28 @@ def test_a_traced_pass_writes_dense_and_gelu_unfused():
     checked = check_trace(lambda x: network(x), {"x": ("batch", 5)}, {"batch": (3, 1)},
                           parameters=dict(network.named_parameters()))
     assert checked.count("MatMul") == 2 and ("Gelu" in checked.ops() or "Erf" in checked.ops())
+
+
+# -- attention chunk by chunk along the batch ---------------------------------------------------
+@pytest.mark.parametrize("shape, masked, causal", [((5, 2, 6, 3), True, 1), ((5, 2, 6, 3), False, 0),
+                                                   ((7, 4, 3), True, 0), ((1, 3, 4, 2), True, 1)])
+def test_attention_in_chunks_is_bit_identical_to_one_pass(monkeypatch, shape, masked, causal):
+    """Scores, softmax and gradients chunk by chunk (here a chunk of one or two batch rows) against
+    the whole batch at once: the same numbers bit for bit, masked rows and all."""
+    from deepsharp.tensors.ops import attention
+
+    generator = np.random.default_rng(12)
+    q, k, v, grad = (generator.standard_normal(shape).astype(np.float32) for _ in range(4))
+    mask = generator.random((shape[0], shape[-2])) > 0.3
+    mask[0] = False  # a row with no key to look at
+    results = []
+    for chunk in (1 << 30, int(np.prod(shape[1:-1])) * shape[-2] * 2):
+        monkeypatch.setattr(attention, "CHUNK", chunk)
+        tensors = [Tensor(a, requires_grad=True) for a in (q, k, v)]
+        extra = [Tensor(mask)] if masked else []
+        y = apply("attention", *tensors, *extra, scale=0.4, causal=causal)
+        (y * Tensor(grad)).sum().backward()
+        results.append([y._data] + [t.grad for t in tensors])
+    assert len(attention._chunks(q, shape[-2])) == (1 if shape[0] == 1 else -(-shape[0] // 2))
+    for got, expected in zip(*results):
+        np.testing.assert_array_equal(got, expected)
