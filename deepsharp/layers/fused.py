@@ -6,8 +6,7 @@ primitive computes in less work:
 - conv1d/2d/3d -> relu -> max_pool1d/2d/3d runs as `conv_relu_max_pool` when the convolution has
   stride 1, dilation 1 and one group, and the pool's windows lie side by side (stride = window)
   with no border and no dilation.
-- dense (with a bias) -> relu runs as `matmul_add_relu`;
-- dense (with a bias) -> gelu (the exact form) runs as `matmul_add_gelu`.
+- dense (with a bias) -> relu runs as `matmul_add_relu`.
 
 The steps, their places, their parameters and what a writer exports stay as they are: only the
 eager run changes. A pass a tracer records is never fused (the graph holds the three nodes), and
@@ -53,18 +52,11 @@ def conv_relu_pool_attrs(steps: Sequence[Step], lengths: tuple[int, ...]) -> dic
     return {"pads": pads, "pool": window}
 
 
-def dense_activation(steps: Sequence[Step], x) -> str | None:
-    """The fused primitive that runs `steps` on x when they are a dense layer with a bias and a
-    relu (`matmul_add_relu`) or an exact gelu (`matmul_add_gelu`), where the dense layer alone
-    would run as `matmul_add`; None otherwise."""
-    dense, activation = steps
-    if dense.kind != "dense" or not dense.spec.bias or x.ndim < 2:
-        return None
-    if activation.kind == "relu":
-        return "matmul_add_relu"
-    if activation.kind == "gelu" and activation.spec.approximate == "none":
-        return "matmul_add_gelu"
-    return None
+def dense_relu(steps: Sequence[Step], x) -> bool:
+    """Whether `steps` are a dense layer with a bias and a relu that `matmul_add_relu` can run on x
+    (what the dense layer alone would run as `matmul_add`)."""
+    dense, relu = steps
+    return dense.kind == "dense" and dense.spec.bias and relu.kind == "relu" and x.ndim >= 2
 
 
 def run_steps(steps: Sequence[Step], flow: Flow) -> Flow:
@@ -72,11 +64,10 @@ def run_steps(steps: Sequence[Step], flow: Flow) -> Flow:
     fuse = modes.may_fuse()
     i = 0
     while i < len(steps):
-        fused = (fuse and flow.mask is None and i + 1 < len(steps)
-                 and dense_activation(steps[i:i + 2], flow.value))
-        if fused:
+        if (fuse and flow.mask is None and i + 1 < len(steps)
+                and dense_relu(steps[i:i + 2], flow.value)):
             dense = steps[i]
-            flow = Flow(apply(fused, flow.value, dense.weight, dense.bias))
+            flow = Flow(apply("matmul_add_relu", flow.value, dense.weight, dense.bias))
             i += 2
             continue
         if fuse and flow.mask is None and i + 2 < len(steps) and steps[i].kind in CONVS:

@@ -41,8 +41,8 @@ _LOSS = ("a loss: losses have no operator in the ONNX sets written and a trace i
          "graph; trace the model's output and compute the loss outside the graph")
 
 _FUSED = ("a fused kernel (deepsharp.layers.fused): networks run it only when no tracer records; "
-          "write the primitives it fuses (matmul and add, then a relu or a gelu; conv, relu and "
-          "max_pool; a self-attention layer's projections and attention)")
+          "write the primitives it fuses (matmul and add, then a relu; conv, relu and max_pool; a "
+          "self-attention layer's projections and attention)")
 
 # Primitives a trace never records, and why.
 NOT_TRACEABLE: dict[str, str] = {
@@ -56,7 +56,7 @@ NOT_TRACEABLE: dict[str, str] = {
     "cross_entropy_ids_loss": _LOSS,
     # fused kernels a network runs only when no tracer records (the trace holds their primitives)
     "matmul_add": _FUSED, "matmul_add_relu": _FUSED, "conv_relu_max_pool": _FUSED,
-    "self_attention": _FUSED, "matmul_add_gelu": _FUSED,
+    "self_attention": _FUSED,
 }
 
 

@@ -80,22 +80,6 @@ def test_gelu_kernel_is_bit_identical_to_numpy():
         np.testing.assert_array_equal(a, b)
 
 
-def test_matmul_add_gelu_with_the_kernel_is_bit_identical_to_numpy():
-    """The fused dense -> gelu runs the same kernel after the bias (added whole, not by blocks)."""
-    generator = np.random.default_rng(5)
-    arrays = [generator.standard_normal(s).astype(np.float32) * 2
-              for s in ((4, 90, 16), (16, 300), (300,))]
-    results = []
-    for on in (True, False):
-        tensors = [Tensor(a, requires_grad=True) for a in arrays]
-        with compiled(on):
-            y = apply("matmul_add_gelu", *tensors)
-            (y * y).sum().backward()
-        results.append([y._data] + [t.grad for t in tensors])
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
-
-
 @pytest.mark.parametrize("channels", [2, 24])  # 24: the Winograd path's candidates
 def test_max_pool_routing_kernel_is_bit_identical_to_numpy(channels):
     """Random values, a constant image (every candidate tied) and an image with a NaN (windows

@@ -356,14 +356,14 @@ def test_self_attention_matches_its_layers_primitives(heads, causal, masked):
         np.testing.assert_allclose(got, expected, rtol=RTOL, atol=RTOL * scale)
 
 
-# -- a dense layer and the exact gelu after it as one primitive ---------------------------------
+# -- GELU's erf32 in stacked passes ------------------------------------------------------------
 def test_gelu_blocks_repeat_erf32_bit_for_bit():
     """GELU's stacked Horner passes (numerator and denominator in one array, constants as 0-d
-    arrays, blocks of GELU_BLOCK) against erf32 taken as it stands: the same float32 numbers,
+    arrays, blocks of BLOCK) against erf32 taken as it stands: the same float32 numbers,
     infinities, NaN and signed zeros included, over more than one block."""
-    from deepsharp.tensors.ops.activations import GELU_BLOCK, erf32
+    from deepsharp.tensors.ops.activations import BLOCK, erf32
 
-    x = np.random.default_rng(8).standard_normal(GELU_BLOCK * 2 + 77).astype(np.float32) * 4
+    x = np.random.default_rng(8).standard_normal(BLOCK * 2 + 77).astype(np.float32) * 4
     x[:7] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-42]
     with np.errstate(invalid="ignore"):
         y = apply("gelu", Tensor(x), approximate=0)._data
@@ -373,72 +373,6 @@ def test_gelu_blocks_repeat_erf32_bit_for_bit():
         expected = x * c
     np.testing.assert_array_equal(y, expected)
     assert np.array_equal(np.signbit(y), np.signbit(expected))
-
-
-def _dense_gelu(fused, x, w, b):
-    if fused:
-        return apply("matmul_add_gelu", x, w, b)
-    return apply("gelu", apply("matmul_add", x, w, b), approximate=0)
-
-
-@pytest.mark.parametrize("shape, units", [((6, 5), 4), ((2, 3, 5), 4), ((3, 70, 9), 200)])
-def test_matmul_add_gelu_is_bit_identical_to_matmul_add_and_gelu(shape, units):
-    """The same float32 operations in the same order (the bias added block by block, whole rows,
-    before the GELU's passes): values and every gradient bit for bit; the last shape spans two
-    GELU blocks, the second partial."""
-    generator = np.random.default_rng(9)
-    arrays = [generator.standard_normal(s).astype(np.float32) * 2
-              for s in (shape, (shape[-1], units), (units,))]
-    grad = generator.standard_normal((*shape[:-1], units)).astype(np.float32)
-    results = []
-    for fused in (True, False):
-        tensors = [Tensor(a, requires_grad=True) for a in arrays]
-        y = _dense_gelu(fused, *tensors)
-        assert y.record.op == ("matmul_add_gelu" if fused else "gelu")
-        (y * Tensor(grad)).sum().backward()
-        results.append([y._data] + [t.grad for t in tensors])
-    for got, expected in zip(*results):
-        assert got.shape == expected.shape
-        np.testing.assert_array_equal(got, expected)
-
-
-def test_matmul_add_gelu_gradients_agree_with_finite_differences():
-    generator = np.random.default_rng(10)
-    arrays = [generator.standard_normal(s) for s in ((2, 3, 4), (4, 5), (5,))]
-    pairs = numeric_vs_autograd(lambda x, w, b: (_dense_gelu(True, x, w, b) ** 2).sum(), arrays)
-    for autograd, numeric in pairs:
-        np.testing.assert_allclose(autograd, numeric, rtol=1e-5, atol=1e-7)
-
-
-def test_a_network_runs_dense_gelu_fused_with_the_numbers_of_its_steps():
-    """dense -> gelu runs as matmul_add_gelu, bit for bit the dense layer's matmul_add and the
-    gelu; the tanh form and a dense layer without a bias are not fused."""
-    network = (Sequential().dense(6).gelu().dense(5, bias=False).gelu().dense(4)
-               .gelu(approximate="tanh").lower(Shape(3, 7), RandomStream(0)))
-    x = np.random.default_rng(11).standard_normal((2, 3, 7)).astype(np.float32)
-    results = []
-    for fused in (False, True):
-        for _, p in network.named_parameters():
-            p.grad = None
-        t = Tensor(x, requires_grad=True)
-        y = network.call(Flow(t)).value if fused else _step_by_step(network, Flow(t))
-        (y * y).sum().backward()
-        ops = _ops(y)
-        assert ("matmul_add_gelu" in ops) == fused and "gelu" in ops
-        results.append([y._data, t.grad] + [p.grad for _, p in network.named_parameters()])
-    for got, expected in zip(*results):
-        np.testing.assert_array_equal(got, expected)
-
-
-def test_a_traced_pass_writes_dense_and_gelu_unfused():
-    """A tracer never meets matmul_add_gelu: the graph holds MatMul, Add and the GELU, and ONNX
-    Runtime agrees with the eager (fused) run."""
-    from tests.support.trace_check import check_trace
-
-    network = Sequential().dense(6).gelu().dense(2).lower(Shape(5), RandomStream(0))
-    checked = check_trace(lambda x: network(x), {"x": ("batch", 5)}, {"batch": (3, 1)},
-                          parameters=dict(network.named_parameters()))
-    assert checked.count("MatMul") == 2 and ("Gelu" in checked.ops() or "Erf" in checked.ops())
 
 
 # -- attention chunk by chunk along the batch ---------------------------------------------------

@@ -91,23 +91,21 @@ def erf32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return result.reshape(x.shape)
 
 
-# GELU's constants as 0-d float32 arrays (a Python float or a numpy scalar operand costs numpy
-# twice the call overhead; the value and the float32 arithmetic are the same), and the Horner
-# steps numerator and denominator share as (c_numerator, c_denominator) columns: both run as one
-# stacked pass per step (half the numpy calls of two separate chains).
+# GELU's constants as 0-d float32 arrays: the same values and the same float32 arithmetic, but
+# numpy's clip with Python float bounds runs a slow loop (2.4x slower over a block, measured) and
+# a Python float or numpy scalar operand adds call overhead. The Horner steps numerator and
+# denominator share run stacked, (c_numerator, c_denominator) a column each: one call per step
+# for both (21 numpy calls a block instead of 28).
 def _f32(value: float) -> np.ndarray:
     return np.array(value, np.float32)
 
 
 _C = {name: _f32(v) for name, v in (
     ("inv_sqrt_2", _INV_SQRT_2), ("low", -4.0), ("high", 4.0), ("one", 1.0), ("half", 0.5),
-    ("minus_half", -0.5), ("inv_sqrt_2pi", _INV_SQRT_2PI), ("n0", _ERF_NUMERATOR[0]),
+    ("n0", _ERF_NUMERATOR[0]),
     ("n1", _ERF_NUMERATOR[1]), ("n2", _ERF_NUMERATOR[2]), ("d0", _ERF_DENOMINATOR[0]))}
 _ERF_COLUMNS = [np.array([[a], [b]], np.float32)
                 for a, b in zip(_ERF_NUMERATOR[3:], _ERF_DENOMINATOR[1:])]
-# GELU's forward blocks: 32k values (128 KB), half of BLOCK: measured a little faster than 16k
-# or 64k once the calls are cheap (the block and its work buffers nearer the core).
-GELU_BLOCK = 1 << 15
 
 
 def _gelu_erf32_block(x: np.ndarray, c: np.ndarray, out: np.ndarray, z: np.ndarray,
@@ -135,48 +133,21 @@ def _gelu_erf32_block(x: np.ndarray, c: np.ndarray, out: np.ndarray, z: np.ndarr
     np.multiply(x, c, out=out)
 
 
-def gelu_erf32(a: np.ndarray, bias: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def gelu_erf32(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """GELU of float32 values (x Phi(x), Phi by erf32) and Phi(x), block by block with work
-    buffers made once; the compiled kernel inside `compiled()` (the same operations). With `bias`
-    (m,), `a` is a fresh (..., m) product and a += bias comes first, in place, block by block
-    (whole rows: each block is in the cache for the GELU's passes)."""
+    buffers made once; the compiled kernel inside `compiled()` (the same operations)."""
     flat = np.ascontiguousarray(a).reshape(-1)
     cdf, out = np.empty_like(flat), np.empty_like(flat)
     compiled = kernel("gelu_erf32")
     if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
-        if bias is not None:
-            flat.reshape(-1, bias.size)[...] += bias
         compiled(flat, cdf, out)
         return out.reshape(a.shape), cdf.reshape(a.shape)
-    step = GELU_BLOCK if bias is None else max(1, GELU_BLOCK // bias.size) * bias.size
-    size = min(step, flat.size)
+    size = min(BLOCK, flat.size)
     z, pq = np.empty(size, flat.dtype), np.empty((2, size), flat.dtype)
-    for start in range(0, flat.size, step):
-        part = slice(start, min(start + step, flat.size))
-        if bias is not None:
-            flat[part].reshape(-1, bias.size)[...] += bias
+    for part in blocks(flat.size):
         n = part.stop - part.start
         _gelu_erf32_block(flat[part], cdf[part], out[part], z[:n], pq[:, :n])
     return out.reshape(a.shape), cdf.reshape(a.shape)
-
-
-def gelu_erf_grad(grad: np.ndarray, cdf: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """grad (Phi(x) + x phi(x)) for x = a, Phi(x) = cdf: in place over one buffer, block by
-    block."""
-    flat, cdf = np.ascontiguousarray(a).reshape(-1), cdf.reshape(-1)
-    g = np.ascontiguousarray(grad).reshape(-1)
-    d = np.empty_like(flat)
-    minus_half, inv_sqrt_2pi = (np.array(v, d.dtype) for v in (-0.5, _INV_SQRT_2PI))
-    for part in blocks(flat.size):
-        x, b = flat[part], d[part]
-        np.multiply(x, x, out=b)
-        np.multiply(b, minus_half, out=b)
-        np.exp(b, out=b)
-        np.multiply(b, x, out=b)
-        np.multiply(b, inv_sqrt_2pi, out=b)
-        np.add(b, cdf[part], out=b)
-        np.multiply(b, g[part], out=b)
-    return d.reshape(a.shape).astype(a.dtype, copy=False)
 
 
 @primitive("gelu")
@@ -204,7 +175,20 @@ class Gelu:
             d = 0.5 * (1 + t) + 0.5 * a * (1 - t * t) * d_inner
             d *= grad
             return (d.astype(a.dtype, copy=False),)
-        return (gelu_erf_grad(grad, saved, a),)
+        # Phi(x) + x phi(x), in place over one buffer, block by block
+        flat, cdf = np.ascontiguousarray(a).reshape(-1), saved.reshape(-1)
+        g = np.ascontiguousarray(grad).reshape(-1)
+        d = np.empty_like(flat)
+        for part in blocks(flat.size):
+            x, b = flat[part], d[part]
+            np.multiply(x, x, out=b)
+            b *= -0.5
+            np.exp(b, out=b)
+            b *= x
+            b *= _INV_SQRT_2PI
+            b += cdf[part]
+            b *= g[part]
+        return (d.reshape(a.shape).astype(a.dtype, copy=False),)
 
 
 @primitive("silu")

@@ -44,9 +44,10 @@ def check_mask(key_mask: np.ndarray | None, batch: int, keys: int, what: str) ->
                       f"{key_mask.dtype} {key_mask.shape}")
 
 
-# The scores are made and softmaxed in chunks along the first axis (the batch) of about this many
-# values (128 KB of float32), so each chunk's passes and products run in the core's cache rather
-# than over the whole (..., Tq, Tk) array; the same operations on every value, so the same numbers.
+# The backward pass runs in chunks along the first axis (the batch) of about this many score
+# values (128 KB of float32), each chunk's passes and products in the core's cache and one pair of
+# work buffers reused; the same operations on every value, so the same numbers. (The forward pass
+# in chunks measured no faster: it runs whole.)
 CHUNK = 1 << 15
 
 
@@ -58,49 +59,33 @@ def _chunks(q: np.ndarray, keys: int) -> list[slice]:
     return [slice(i, i + step) for i in range(0, q.shape[0], step)]
 
 
-def _part(allowed: np.ndarray | None, part: slice, rank: int) -> np.ndarray | None:
-    """The mask's rows for a chunk of the first axis (a mask without that axis broadcasts)."""
-    if allowed is None or allowed.ndim < rank or allowed.shape[0] == 1:
-        return allowed
-    return allowed[part]
-
-
 def attend(q, k, v, key_mask, scale, causal, out=None):
-    """softmax(q k^T scale + left out) v and the softmax weights (see the module's docstring),
-    chunk by chunk; the product into `out` when given (a strided view: BLAS writes it in place,
-    no copy)."""
-    keys = k.shape[-2]
-    weights = np.empty(q.shape[:-1] + (keys,), np.result_type(q, k))
-    if out is None:
-        out = np.empty(q.shape[:-1] + v.shape[-1:], np.result_type(q, k, v))
-    allowed = allowed_keys(key_mask, causal, q.ndim, q.shape[-2], keys)
-    factor, left_out = np.asarray(scale, q.dtype), np.asarray(LEFT_OUT, q.dtype)
-    for part in _chunks(q, keys):
-        w = weights[part]
-        np.matmul(q[part], np.swapaxes(k[part], -1, -2), out=w)
-        w *= factor
-        mask = _part(allowed, part, q.ndim)
-        if mask is not None:
-            np.copyto(w, left_out, where=~mask)
-        w -= w.max(axis=-1, keepdims=True)  # the softmax over the keys, in place
-        np.exp(w, out=w)
-        w /= w.sum(axis=-1, keepdims=True)
-        if key_mask is not None:  # only a key mask can leave a query nothing to look at
-            w *= mask.any(axis=-1, keepdims=True)
-        np.matmul(w, v[part], out=out[part])
-    return out, weights
+    """softmax(q k^T scale + left out) v and the softmax weights (see the module's docstring);
+    the product into `out` when given (a strided view: BLAS writes it in place, no copy)."""
+    scores = np.matmul(q, np.swapaxes(k, -1, -2))
+    scores *= np.asarray(scale, q.dtype)
+    allowed = allowed_keys(key_mask, causal, q.ndim, q.shape[-2], k.shape[-2])
+    if allowed is not None:
+        scores = np.where(allowed, scores, np.asarray(LEFT_OUT, q.dtype))
+    weights = scores  # the softmax over the keys, in place
+    weights -= weights.max(axis=-1, keepdims=True)
+    np.exp(weights, out=weights)
+    weights /= weights.sum(axis=-1, keepdims=True)
+    if key_mask is not None:  # only a key mask can leave a query nothing to look at
+        weights *= allowed.any(axis=-1, keepdims=True)
+    return np.matmul(weights, v, out=out), weights
 
 
 def attend_grad(grad, weights, q, k, v, scale, outs=(None, None, None)):
     """The gradients of q, k and v through `attend` (into `outs` where given), chunk by chunk:
     the softmax's rule (dw - sum(dw weights)) weights in place over one chunk's work buffers."""
-    dq, dk, dv = (np.empty(a.shape, np.result_type(grad, weights, a)) if o is None else o
-                  for a, o in zip((q, k, v), outs))
     factor = np.asarray(scale, q.dtype)
     parts = _chunks(q, weights.shape[-1])
     size = weights[parts[0]].shape
     ds_buffer = np.empty(size, np.result_type(grad, v))
     work_buffer = np.empty(size, np.result_type(ds_buffer, weights))
+    dq, dk, dv = (np.empty(a.shape, np.result_type(*b)) if o is None else o for a, b, o in zip(
+        (q, k, v), ((ds_buffer, k), (ds_buffer, q), (weights, grad)), outs))
     for part in parts:
         w, g = weights[part], grad[part]
         ds = ds_buffer[:w.shape[0]] if q.ndim >= 3 else ds_buffer

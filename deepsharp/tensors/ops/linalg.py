@@ -10,18 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors.ops.activations import Gelu, gelu_erf32, gelu_erf_grad
 from deepsharp.tensors.primitives import grad_out, needs_input_grad, primitive, unbroadcast
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1, a.shape[-1])
-
-
-def _check(x: np.ndarray, w: np.ndarray, b: np.ndarray, what: str) -> None:
-    if x.ndim < 2 or w.ndim != 2 or x.shape[-1] != w.shape[0] or b.shape != w.shape[1:]:
-        raise OpError(f"{what}: needs x (..., k), w (k, m) and b (m,), received {x.shape}, "
-                      f"{w.shape} and {b.shape}")
 
 
 @primitive("matmul")
@@ -53,7 +46,9 @@ class MatMulAdd:
     no tracer records (the graph holds MatMul and Add); the tests hold it to the two primitives."""
 
     def forward(x, w, b):
-        _check(x, w, b, "matmul_add")
+        if x.ndim < 2 or w.ndim != 2 or x.shape[-1] != w.shape[0] or b.shape != w.shape[1:]:
+            raise OpError(f"matmul_add: needs x (..., k), w (k, m) and b (m,), received {x.shape}, "
+                          f"{w.shape} and {b.shape}")
         y = _rows(x) @ w
         y += b
         # (rows of a matrix: y itself, not a reshaped view of it, which apply would then check
@@ -81,27 +76,3 @@ class MatMulAddRelu:
     def backward(grad, y, x, w, b):
         # relu's rule (grad where its input > 0): y > 0 exactly where x @ w + b > 0
         return MatMulAdd.backward(grad * (y > 0), None, x, w, b)
-
-
-@primitive("matmul_add_gelu", fresh=True)
-class MatMulAddGelu:
-    """gelu(x @ w + b) (the exact form, Phi by erf): `matmul_add` and the gelu after it as one
-    primitive, the bias added and GELU's passes taken block by block while each block of the
-    product is in the cache. The same float32 operations in the same order as matmul_add then
-    gelu (bit-identical; the tests hold it so). A network runs it only when no tracer records
-    (fused.py)."""
-
-    def forward(x, w, b):
-        if x.dtype != np.float32 or w.dtype != np.float32 or b.dtype != np.float32:
-            y, _ = MatMulAdd.forward(x, w, b)
-            out, cdf = Gelu.forward(y, approximate=0)
-            return out, (y, cdf)
-        _check(x, w, b, "matmul_add_gelu")
-        y = _rows(x) @ w
-        out, cdf = gelu_erf32(y, bias=b)  # y += b, block by block, then the GELU
-        shape = (*x.shape[:-1], w.shape[1])
-        return out.reshape(shape), (y.reshape(shape), cdf.reshape(shape))
-
-    def backward(grad, saved, x, w, b):
-        y, cdf = saved  # gelu's rule from the product and Phi saved by the forward pass
-        return MatMulAdd.backward(gelu_erf_grad(grad, cdf, y), None, x, w, b)
