@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/run.py [name ...] [--measure cpu1|wall2]
     # e.g. `lstm transformer --measure cpu1`; every benchmark and both measures by default
+    # (wall2 prints two rows: deepsharp as it runs by default, and inside data_parallel(2))
 
 `make bench` installs the pinned CPU build of torch first. Speed is measured here, never asserted in
 a test. Each bench module has `main() -> list[dict]`; the measures are side_by_side.py's (CPU

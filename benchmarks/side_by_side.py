@@ -1,22 +1,25 @@
 """Time deepsharp and PyTorch side by side, two ways, over interleaved rounds.
 
-Each benchmark gives four trainer factories: deepsharp (`fit`, the path a user takes, numpy
-only), deepsharp with its optional compiled kernels (`compiled()`, numba), PyTorch's default (the
-usual loop, `torch.optim.Adam`) and PyTorch's best variant (fused Adam, and channels_last for a
-CNN). Each factory takes the number of threads and returns a function that
-trains one round of `steps` optimisation steps. Two measures:
+Each benchmark gives its trainer factories: deepsharp (`fit`, the path a user takes, numpy
+only), deepsharp with its optional compiled kernels (`compiled()`, numba), both again inside
+`data_parallel(2)` (at 2 threads only), PyTorch's default (the usual loop, `torch.optim.Adam`) and
+PyTorch's best variant (fused Adam, and channels_last for a CNN). Each factory takes the number
+of threads and returns a function that trains one round of `steps` optimisation steps. Two
+measures:
 
 - **cpu1**: CPU time (`time.process_time`) at 1 thread: numpy's BLAS limited to 1 thread
   (threadpoolctl), `torch.set_num_threads(1)`, deepsharp without its data-parallel step. CPU time
   is what the process used, so it stays steady when the shared machine is busy: the figure to
   decide by.
-- **wall2**: wall time at 2 threads: deepsharp inside `data_parallel(2)` (two halves of every
-  batch on two Python threads, BLAS at 1 thread each), numpy's BLAS otherwise at 2 threads,
-  `torch.set_num_threads(2)`. A round in which the machine was busy is discarded and counted, not
-  averaged in: the process got markedly less CPU than wall time (CPU < BUSY x wall: it waited for
-  a core), or other processes used more than OTHERS cores on average meanwhile (from /proc/stat:
-  a runtime whose threads spin while they wait, as PyTorch's OpenMP does, keeps its CPU time up
-  while it is starved). Rounds go on until ROUNDS are kept or MAX_ROUNDS were run.
+- **wall2**: wall time at 2 threads, two ways for deepsharp: as it runs by default (numpy's BLAS
+  at 2 threads, the rest of the step on one), and inside `data_parallel(2)` (two halves of every
+  batch on two Python threads, BLAS at 1 thread each: the `dp` labels, printed as a `wall2 dp`
+  row); `torch.set_num_threads(2)`. All six trainers' rounds are interleaved, so both rows are
+  against the same PyTorch rounds. A round in which the machine was busy is discarded and counted,
+  not averaged in: the process got markedly less CPU than wall time (CPU < BUSY x wall: it waited
+  for a core), or other processes used more than OTHERS cores on average meanwhile (from
+  /proc/stat: a runtime whose threads spin while they wait, as PyTorch's OpenMP does, keeps its
+  CPU time up while it is starved). Rounds go on until ROUNDS are kept or MAX_ROUNDS were run.
 
 Rounds alternate the frameworks, so all four see the same conditions; each framework trains in
 a process of its own (`_Worker`), so none inherits the state another left behind (malloc's
@@ -41,8 +44,10 @@ ROUNDS = 5          # kept rounds per measure
 MAX_ROUNDS = 12     # rounds run at most per measure (busy ones included)
 BUSY = 0.9          # a wall2 round whose CPU time is below this share of its wall time is busy,
 OTHERS = 1.0        # and so is one in which other processes used more than this many cores
-LABELS = ("deepsharp", "numba", "torch", "torch best")
-MEASURES = {"cpu1": (1, 0), "wall2": (2, 1)}  # name: (threads, which time: 0 CPU, 1 wall)
+LABELS = ("deepsharp", "numba", "torch", "torch best")  # the columns of the table
+SPLIT = ("deepsharp dp", "numba dp")  # the same inside data_parallel(2): wall2's second row
+# name: (threads, which time: 0 CPU, 1 wall, the trainers measured)
+MEASURES = {"cpu1": (1, 0, LABELS), "wall2": (2, 1, LABELS + SPLIT)}
 chosen = list(MEASURES)  # run.py's --measure narrows it
 
 
@@ -136,25 +141,37 @@ def measure(name: str, trainers: "Trainers", steps: int) -> list[dict]:
     """Both measures of one benchmark: one row per measure, times in ms per step."""
     rows = []
     for measure_name in chosen:
-        count, index = MEASURES[measure_name]
-        workers = {label: _Worker(trainers.module, label, count) for label in LABELS}
+        count, index, labels = MEASURES[measure_name]
+        workers = {label: _Worker(trainers.module, label, count) for label in labels}
         try:
-            results = _rounds(workers, busy_check=(measure_name == "wall2"))
+            results = _rounds(workers, busy_check=(count > 1))
         finally:
             for worker in workers.values():
                 worker.close()
-        row: dict = {"benchmark": name, "measure": measure_name}
-        for label in LABELS:
-            times = [t[index] for t in results[label]["kept"]]
-            row[label] = min(times) / steps * 1e3 if times else float("nan")
-            row[f"{label} median"] = (statistics.median(times) / steps * 1e3 if times
-                                      else float("nan"))
-            row[f"{label} busy"] = results[label]["busy"]
-        row["x torch"] = row["torch"] / row["deepsharp"]
-        row["x best"] = row["torch best"] / row["deepsharp"]
-        row["numba x best"] = row["torch best"] / row["numba"]
-        rows.append(row)
+        rows.append(_row(name, measure_name, results, index, steps, {}))
+        if SPLIT[0] in results:
+            rows.append(_row(name, f"{measure_name} dp", results, index, steps,
+                             dict(zip(LABELS, SPLIT))))
     return rows
+
+
+def _row(name: str, measure_name: str, results: dict, index: int, steps: int,
+         instead: dict[str, str]) -> dict:
+    """One table row: each column's best and median kept round in ms per step, the busy rounds,
+    and the ratios; `instead` names the trainers whose rounds fill a column in place of its own
+    (the dp row: deepsharp's columns from the dp trainers)."""
+    row: dict = {"benchmark": name, "measure": measure_name}
+    for label in LABELS:
+        result = results[instead.get(label, label)]
+        times = [t[index] for t in result["kept"]]
+        row[label] = min(times) / steps * 1e3 if times else float("nan")
+        row[f"{label} median"] = (statistics.median(times) / steps * 1e3 if times
+                                  else float("nan"))
+        row[f"{label} busy"] = result["busy"]
+    row["x torch"] = row["torch"] / row["deepsharp"]
+    row["x best"] = row["torch best"] / row["deepsharp"]
+    row["numba x best"] = row["torch best"] / row["numba"]
+    return row
 
 
 def report(name: str, trainers: "Trainers", steps: int) -> list[dict]:
@@ -178,7 +195,7 @@ def print_table(rows: list[dict], header: bool = True) -> None:
         print(f"{row['benchmark']:<13}{row['measure']:<8}{row['deepsharp']:>10.2f}"
               f"{row['numba']:>8.2f}{row['torch']:>8.2f}{row['torch best']:>8.2f}"
               f"{row['x torch']:>9.2f}{row['x best']:>8.2f}{row['numba x best']:>14.2f}"
-              f"  {busy if row['measure'] == 'wall2' else '-'}")
+              f"  {busy if row['measure'].startswith('wall') else '-'}")
 
 
 def torch_ready(threads: int | None = 2):
@@ -251,8 +268,9 @@ def torch_recurrent(torch, recurrent, width: int, last):
 
 
 def deepsharp_trainer(network, loss, x, y, batch: int, threads: int, lr: float = 1e-3):
-    """One epoch of `network.fit` (Adam, a new order each epoch: the path a user takes); at 2
-    threads inside `data_parallel(2)`."""
+    """One epoch of `network.fit` (Adam, a new order each epoch: the path a user takes); inside
+    `data_parallel(threads)` (2: the batch split on two threads; 1: as a user runs it by
+    default)."""
     from deepsharp import Adam
     from deepsharp.parallel import data_parallel
 
@@ -297,10 +315,13 @@ class Trainers(dict):
 
 
 def factories(deepsharp_epoch, torch_epoch) -> Trainers:
-    """The four trainers of a benchmark from its `deepsharp_epoch(threads)` and
-    `torch_epoch(best)`."""
-    trainers = Trainers({"deepsharp": deepsharp_epoch,
-                         "numba": _compiled(deepsharp_epoch),
+    """The trainers of a benchmark from its `deepsharp_epoch(threads)` (threads: data_parallel's)
+    and `torch_epoch(best)`; each factory takes the measure's thread count, which the worker has
+    already set for BLAS and torch."""
+    trainers = Trainers({"deepsharp": lambda count: deepsharp_epoch(1),
+                         "numba": _compiled(lambda count: deepsharp_epoch(1)),
+                         "deepsharp dp": lambda count: deepsharp_epoch(2),
+                         "numba dp": _compiled(lambda count: deepsharp_epoch(2)),
                          "torch": lambda count: torch_epoch(False),
                          "torch best": lambda count: torch_epoch(True)})
     module = deepsharp_epoch.__module__

@@ -220,16 +220,6 @@ class ModelCheckpoint(_KeepsBest):
         self.save_best_only, self.save_weights_only = bool(save_best_only), bool(save_weights_only)
         self.restore_best_weights = self.restores
 
-    def on_train_begin(self, module: Any, history: History) -> None:
-        super().on_train_begin(module, history)
-        if (self.filepath is not None and not self.save_weights_only
-                and getattr(module, "preparation", None) is not None):
-            # (said before training, not after its first epoch: save would refuse it then)
-            raise SpecError(f"ModelCheckpoint: the network carries a preparation "
-                            f"({type(module.preparation).__name__}), which a network file does "
-                            f"not hold; checkpoint its weights (save_weights_only=True), or drop "
-                            f"the preparation first (network.with_preparation(None))")
-
     def on_epoch_end(self, epoch: int, logs: dict[str, float], module: Any) -> bool:
         improved = self.improved(epoch, logs, module, keep=True)
         if self.filepath is not None and (improved or not self.save_best_only):

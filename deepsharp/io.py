@@ -28,8 +28,9 @@ import numpy as np
 from safetensors.numpy import load as _deserialize
 from safetensors.numpy import save as _serialize
 
-from deepsharp.errors import SaveError, StateError
+from deepsharp.errors import PreparationError, SaveError, StateError
 from deepsharp.files import read_regular, write_atomic
+from deepsharp.preparation.record import from_record, to_record
 
 FORMAT_NETWORK = "deepsharp.network/1"
 FORMAT_WEIGHTS = "deepsharp.weights/1"
@@ -37,6 +38,7 @@ FORMAT_CHECKPOINT = "deepsharp.checkpoint/1"
 # Lowering a spec read from a file may make this many numbers beyond the ones the file holds
 # (tables such as sine positions are worked out, not stored); past it the file is refused.
 FREE_ELEMENTS = 1 << 24
+PREPARATION = "preparation"  # the prefix of a preparation's arrays among the slots
 
 __all__ = ["load", "load_checkpoint", "load_state_dict", "load_weights", "save", "save_checkpoint",
            "save_state_dict", "save_weights", "write_atomic"]
@@ -176,23 +178,25 @@ def save(network: Any, path: Any) -> None:
     if not hasattr(network, "spec") or not hasattr(network, "input_shape"):
         save_weights(network, path)
         return
+    tensors = dict(network.state_dict())
+    metadata = {}
     if getattr(network, "preparation", None) is not None:
-        # the file holds the stack, not the fitted preparation: loaded, the network would take
-        # prepared rows where it took raw ones, and a graph exported from it would too
-        raise SaveError(f"cannot save {path}: the network carries a preparation "
-                        f"({type(network.preparation).__name__}), which a network file does not "
-                        f"hold; export it to ONNX, whose graph holds both (OnnxExport(...).write), "
-                        f"or drop it from the network first (network.with_preparation(None)) "
-                        f"to save the stack alone")
-    metadata = {
+        # the fitted preparation: its settings in the metadata, its arrays beside the slots
+        try:
+            record, arrays = to_record(network.preparation, PREPARATION)
+        except PreparationError as error:
+            raise SaveError(f"cannot save {path}: {error}") from None
+        metadata["preparation"] = json.dumps(record)
+        tensors.update(arrays)
+    metadata.update({
         "format": FORMAT_NETWORK,
         "spec": network.spec.to_json(),
         "input_shape": str(network.input_shape),
         "features": json.dumps(list(network.features or [])),
         "io_names": json.dumps([n or "" for n in network.io_names]),
         "frozen": frozen_paths(network),
-    }
-    _write(path, network.state_dict(), metadata)
+    })
+    _write(path, tensors, metadata)
 
 
 def load(path: Any):
@@ -209,11 +213,25 @@ def load(path: Any):
     if len(names) != 2:
         raise StateError(f"{path}: io_names: expected the input's and the output's name, "
                          f"received {len(names)} names")
+    arrays = {k: tensors.pop(k) for k in list(tensors) if k.startswith(f"{PREPARATION}/")}
+    preparation = (_field(path, metadata, "preparation", lambda text: _preparation(text, arrays))
+                   if "preparation" in metadata else None)
     network = _lowered(path, spec, shape, tensors)
     _restore(path, network, tensors)
     restore_frozen(network, metadata, path)
-    return network.with_features(features or None).with_io_names(names[0] or None,
-                                                                  names[1] or None)
+    return network.with_features(features or None).with_io_names(
+        names[0] or None, names[1] or None).with_preparation(preparation)
+
+
+def _preparation(text: str, arrays: dict[str, np.ndarray]) -> Any:
+    """The fitted preparation a network file holds, every array it names used."""
+    try:
+        step = from_record(json.loads(text), arrays)
+    except PreparationError as error:
+        raise StateError(str(error)) from None
+    if arrays:
+        raise StateError(f"arrays {sorted(arrays)[:3]} belong to no step of the preparation")
+    return step
 
 
 def _restore(path: Any, module: Any, tensors: dict[str, np.ndarray], strict: bool = True) -> None:

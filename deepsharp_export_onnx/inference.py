@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 
 import onnx
+from onnx import numpy_helper
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_RANK = 64
@@ -71,7 +72,7 @@ _SHAPE_ARITHMETIC = {op: (None, _LONGEST) for op in (
 _SHAPE_ARITHMETIC.update({
     "Concat": (None, _CONCAT), "Slice": ((0,), _FIRST), "Gather": ((0, 1), _SECOND),
     "GatherElements": ((0, 1), _SECOND), "Squeeze": ((0,), _FIRST), "Unsqueeze": ((0,), _FIRST),
-    "Reshape": ((0,), _FIRST), "Flatten": ((0,), _FIRST), "Transpose": ((0,), _FIRST),
+    "Flatten": ((0,), _FIRST), "Transpose": ((0,), _FIRST),
     "ReduceProd": ((0,), _FIRST), "ReduceSum": ((0,), _FIRST), "ReduceMax": ((0,), _FIRST),
     "ReduceMin": ((0,), _FIRST)})
 
@@ -84,6 +85,7 @@ def shape_like(model: onnx.ModelProto) -> set[str]:
     on its length. A value computed from data (a tensor flattened, a Range, a graph input) is none,
     however it is reshaped; nor is anything that may be longer than `SHAPE_BOUND`."""
     bound = {t.name: math.prod(t.dims) for t in model.graph.initializer}
+    constants = {t.name: t for t in model.graph.initializer}
     for node in model.graph.node:
         if node.domain not in DEFAULT_DOMAINS:
             continue
@@ -92,6 +94,15 @@ def shape_like(model: onnx.ModelProto) -> set[str]:
         elif node.op_type == "Constant":
             value = next((a for a in node.attribute if a.name == "value"), None)
             bound.update((o, 1 if value is None else math.prod(value.t.dims)) for o in node.output)
+            if value is not None:
+                constants.update((o, value.t) for o in node.output)
+        elif node.op_type == "Reshape":
+            # inference takes the result's length from the target, which in a damaged graph need
+            # not hold the input's values (one value made 2^31 long): a shape only when the
+            # target is the constant [-1] or a small [n]
+            length = _list_length(constants.get(node.input[1])) if len(node.input) > 1 else None
+            if node.input[0] in bound and length is not None:
+                bound.update((o, length or bound[node.input[0]]) for o in node.output)
         elif node.op_type in _SHAPE_ARITHMETIC:
             carried, length = _SHAPE_ARITHMETIC[node.op_type]
             operands = [n for k, n in enumerate(node.input)
@@ -100,6 +111,18 @@ def shape_like(model: onnx.ModelProto) -> set[str]:
                     all(bound.get(n, SHAPE_BOUND + 1) <= SHAPE_BOUND for n in operands):
                 bound.update((o, length([bound[n] for n in operands])) for o in node.output)
     return {name for name, most in bound.items() if most <= SHAPE_BOUND}
+
+
+def _list_length(target: onnx.TensorProto | None) -> int | None:
+    """The length of the list (rank 1) a Reshape to this constant target makes: n for [n] up to
+    SHAPE_BOUND, 0 for [-1] (the input's length); None for any other target."""
+    if target is None or list(target.dims) != [1] or target.data_type != onnx.TensorProto.INT64:
+        return None
+    try:
+        (value,) = numpy_helper.to_array(target).tolist()
+    except ValueError:  # a damaged constant: its bytes do not hold one value
+        return None
+    return 0 if value == -1 else value if 0 < value <= SHAPE_BOUND else None
 
 
 def _guarded(model: onnx.ModelProto, *, strict_mode: bool, data_prop: bool) -> onnx.ModelProto:

@@ -43,7 +43,7 @@ FIRST: dict[str, int] = {
     "Atan": 7, "Sinh": 9, "Cosh": 9, "Asinh": 9, "Acosh": 9, "Atanh": 9,
     "Conv": 1, "ConvTranspose": 1, "MaxPool": 8, "AveragePool": 7, "GlobalAveragePool": 1,
     "GlobalMaxPool": 1, "Pad": 2, "Resize": 11, "LSTM": 7, "GRU": 7,
-    "ScatterElements": 11, "Size": 1, "Mod": 10,
+    "ScatterElements": 11, "ScatterND": 11, "Size": 1, "Mod": 10,
 }
 
 # Nodes whose needs depend on their attributes: a function of the attributes giving the set.
@@ -59,8 +59,10 @@ _SPECIAL: dict[str, Callable[[dict[str, Any]], int]] = {
     # negative indices count from the end from 11 (`_negative`: some index may be negative)
     "Gather": lambda a: 11 if a.get("_negative") else 1,
     "Reshape": lambda a: 14 if a.get("allowzero") else 5,
-    # `reduction` (add, mul) exists from 16
-    "ScatterElements": lambda a: 16 if a.get("reduction") else 11,
+    # `reduction` add and mul exist from 16, max and min from 18
+    "ScatterElements": lambda a: {None: 11, "none": 11, "add": 16, "mul": 16}.get(
+        a.get("reduction"), 18),
+    "ScatterND": lambda a: 16 if a.get("reduction") else 11,
     # `batch_dims` (a gather per row of the batch) exists from 12
     "GatherND": lambda a: 12 if a.get("batch_dims") else 11,
     # `largest` (and `sorted`) exist from 11; TopK writes `largest` only when 0

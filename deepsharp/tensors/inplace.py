@@ -68,10 +68,16 @@ def assign(tensor: Tensor, index: Any, value: Any, what: str) -> Tensor:
     mask = _bool_mask(index)
     if mask is not None:
         return _rebase(tensor, _masked(tensor, mask, _cast(value, tensor, what), what), what)
+    arrays = _index_arrays(index)
+    if arrays is not None:  # x[i, j] = v: numpy's meaning is index_put's
+        old = _stand_in(tensor, share=True)
+        return _rebase(tensor, apply("index_put", old, _cast(value, tensor, what), *arrays,
+                                     accumulate=0), what)
     if is_advanced(index):
-        raise refuse_write(tensor, f"{what}: writing through an index of integer arrays, "
-                           f"tensors or bools is not recorded (a graph cannot hold it); write "
-                           f"through slices and integers, a boolean mask, or under no_grad()")
+        raise refuse_write(tensor, f"{what}: writing through integer index arrays mixed with "
+                           f"slices or None is not recorded; write through integer arrays alone "
+                           f"(x[i, j] = v, as index_put), slices and integers, a boolean mask, or "
+                           f"under no_grad()")
     starts, stops, steps, out_shape, kinds = basic_index(tensor.shape, index)
     value = _region_value(_cast(value, tensor, what), out_shape, kinds, tensor.shape, what)
     old = _stand_in(tensor, share=True)
@@ -119,6 +125,32 @@ def _plain_index(index: Any) -> Any:
     if isinstance(index, tuple):
         return tuple(i._read("an index") if isinstance(i, Tensor) else i for i in index)
     return index
+
+
+def _index_arrays(index: Any) -> list[Tensor] | None:
+    """The int64 index tensors of an index made of integer arrays (tensors, numpy arrays, lists)
+    and integers alone, at least one of them an array (x[i] or x[i, j]: numpy's advanced
+    indexing into the first axes); None for any other index."""
+    items = index if isinstance(index, tuple) else (index,)
+    found, any_array = [], False
+    for item in items:
+        if isinstance(item, (bool, np.bool_)) or item is None or item is Ellipsis \
+                or isinstance(item, slice):
+            return None
+        if isinstance(item, (int, np.integer)):
+            found.append(Tensor(np.asarray(item, np.int64)))
+            continue
+        array = item if isinstance(item, Tensor) else None
+        if array is None:
+            try:
+                array = Tensor(np.asarray(item))
+            except (TypeError, ValueError):
+                return None
+        if array.dtype.kind not in "iu":
+            return None
+        found.append(array if array.dtype == np.int64 else array.astype(np.int64))
+        any_array = True
+    return found if any_array else None
 
 
 def _bool_mask(index: Any) -> Tensor | None:
@@ -298,7 +330,7 @@ IN_PLACE = ("clamp", "clip", "masked_fill", "relu", "sigmoid", "tanh", "exp", "l
             "abs", "neg", "pow", "square", "floor", "ceil", "round", "trunc", "sign", "remainder",
             "fmod", "reciprocal", "sin", "cos", "rsqrt", "log1p", "erf", "tan", "asin", "acos",
             "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "lerp", "nan_to_num", "addmm",
-            "scatter_add", "index_add")
+            "scatter_add", "index_add", "scatter", "scatter_reduce", "index_put")
 
 
 def _in_place_twin(name: str):

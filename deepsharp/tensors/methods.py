@@ -267,6 +267,15 @@ class TensorMethods:
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
         return api.select.unique(self, sorted, return_inverse, return_counts, dim)
     def scatter_add(self, dim, index, src): return api.select.scatter_add(self, dim, index, src)
+    def nonzero(self, *, as_tuple=False): return api.select.nonzero(self, as_tuple=as_tuple)
+    def argwhere(self): return api.select.argwhere(self)
+    def masked_select(self, mask): return api.select.masked_select(self, mask)
+    def index_put(self, indices, values, accumulate=False):
+        return api.select.index_put(self, indices, values, accumulate)
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        return api.select.scatter(self, dim, index, src, value=value, reduce=reduce)
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        return api.select.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
     def index_add(self, dim, index, source, *, alpha=1):
         return api.select.index_add(self, dim, index, source, alpha=alpha)
     def take_along_dim(self, indices, dim=None):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from deepsharp.tensors.ops.index import SCATTER_REDUCTIONS, identity
 from deepsharp.tracing import dims
 from deepsharp.tracing import vocabulary_dims as vdims
 from deepsharp_export_onnx.write.nodes import Emit, writes_primitive
@@ -31,12 +32,50 @@ def _scatter_add(emit, inputs, attrs, ranks):
                 {"axis": int(attrs["axis"]), "reduction": "add"})
 
 
-@writes_primitive("index_nd", dims=vdims.index_nd)
-def _index_nd(emit, inputs, attrs, ranks):
-    """GatherND by the index arrays broadcast together and stacked on a last axis."""
-    data, indices = inputs[0], list(inputs[1:])
-    width = max(ranks[1:])
-    if any(r != width for r in ranks[1:]) or len(indices) > 1:
+@writes_primitive("scatter_reduce", dims=vdims.scattered)
+def _scatter_reduce(emit, inputs, attrs, ranks):
+    """ScatterElements: reduction none, add (sum and mean), max or min; without include_self the
+    named positions first take the reduction's identity (a ScatterElements of it); a mean is the
+    sum over each position's count, floored for integers (the divisor is positive: the remainder
+    Mod takes is exact)."""
+    data, index, src = inputs
+    reduce = {v: k for k, v in SCATTER_REDUCTIONS.items()}[int(attrs["reduce"])]
+    axis, kind = {"axis": int(attrs["axis"])}, emit.result_dtype()
+    shape = emit("Shape", [index], suffix="index_shape")
+    if emit.dims(1) is None or emit.dims(1) != emit.dims(2):
+        src = emit("Slice", [src, emit.constant("starts", [0] * ranks[1]), shape], suffix="src")
+    if reduce == "none":
+        return emit("ScatterElements", [data, index, src], axis)
+
+    def spread(label: str, value) -> str:  # `value` at every position of index
+        return emit("Expand", [emit.constant(label, np.asarray(value, kind), kind), shape],
+                    suffix=f"{label}_spread")
+
+    if not attrs["include_self"]:
+        data = emit("ScatterElements", [data, index, spread("identity", identity(
+            SCATTER_REDUCTIONS[reduce], kind))], axis, suffix="without_self")
+    reduction = {"sum": "add", "mean": "add", "amax": "max", "amin": "min"}[reduce]
+    if reduce != "mean":
+        return emit("ScatterElements", [data, index, src], {**axis, "reduction": reduction})
+    total = emit("ScatterElements", [data, index, src], {**axis, "reduction": "add"},
+                 suffix="total")
+    ones = emit("Expand", [emit.constant("one", np.asarray(1, kind), kind),
+                           emit("Shape", [data], suffix="shape")], suffix="ones")
+    if not attrs["include_self"]:  # a named position counts its scattered values only
+        ones = emit("ScatterElements", [ones, index, spread("zero", 0)], axis, suffix="uncounted")
+    counts = emit("ScatterElements", [ones, index, spread("count", 1)],
+                  {**axis, "reduction": "add"}, suffix="counts")
+    if kind.kind == "f":
+        return emit("Div", [total, counts])
+    remainder = emit("Mod", [total, counts], {"fmod": 0}, suffix="remainder")
+    return emit("Div", [emit("Sub", [total, remainder], suffix="multiple"), counts])
+
+
+def _stacked(emit: Emit, indices: list[str], ranks) -> str:
+    """Index arrays broadcast together and stacked on a last axis: GatherND's and ScatterND's
+    indices."""
+    width = max(ranks)
+    if any(r != width for r in ranks) or len(indices) > 1:
         zeros = [emit("Mul", [i, emit.constant("zero", np.asarray(0, np.int64))],
                       suffix=f"zero_{k}") for k, i in enumerate(indices)]
         total = zeros[0]
@@ -45,9 +84,34 @@ def _index_nd(emit, inputs, attrs, ranks):
         indices = [emit("Add", [i, total], suffix=f"index_{k}") for k, i in enumerate(indices)]
     columns = [emit("Unsqueeze", [i], {"axes": [width]}, suffix=f"column_{k}")
                for k, i in enumerate(indices)]
-    stacked = columns[0] if len(columns) == 1 else emit("Concat", columns, {"axis": -1},
-                                                         suffix="stacked")
-    return emit("GatherND", [data, stacked])
+    return columns[0] if len(columns) == 1 else emit("Concat", columns, {"axis": -1},
+                                                      suffix="stacked")
+
+
+@writes_primitive("index_nd", dims=vdims.index_nd)
+def _index_nd(emit, inputs, attrs, ranks):
+    """GatherND by the index arrays broadcast together and stacked on a last axis."""
+    return emit("GatherND", [inputs[0], _stacked(emit, list(inputs[1:]), ranks[1:])])
+
+
+@writes_primitive("index_put", dims=vdims.scattered)
+def _index_put(emit, inputs, attrs, ranks):
+    """ScatterND (reduction add when accumulating) of the values expanded to the positions the
+    stacked indices pick; negative indices made positive first (ScatterND takes 0..n-1)."""
+    data, values, indices = inputs[0], inputs[1], list(inputs[2:])
+    positive = []
+    for k, index in enumerate(indices):
+        size = axis_size(emit, data, 0, k, ranks[0])
+        wrapped = emit("Add", [index, size], suffix=f"wrapped_{k}")
+        negative = emit("Less", [index, emit.constant(f"zero_{k}", np.asarray(0, np.int64))],
+                        suffix=f"negative_{k}")
+        positive.append(emit("Where", [negative, wrapped, index], suffix=f"positive_{k}"))
+    stacked = _stacked(emit, positive, ranks[2:])
+    region = emit("Shape", [emit("GatherND", [data, stacked], suffix="region")],
+                  suffix="region_shape")
+    updates = emit("Expand", [values, region], suffix="updates")
+    return emit("ScatterND", [data, stacked, updates],
+                {"reduction": "add"} if attrs["accumulate"] else {})
 
 
 @writes_primitive("one_hot", dims=vdims.one_hot)

@@ -79,3 +79,14 @@ case("scatter_add")(lambda: ([normal(3, 5), np.array([[0, 4, 4, 1], [2, 2, 2, 2]
                               normal(3, 4)], {"axis": 1}))
 case("scatter_add", "src-larger")(lambda: ([normal(4, 3), np.array([[0, 3, 3], [1, 0, 3]]),
                                             normal(3, 3)], {"axis": 0}))
+# distinct positions in each row (a repeated write or a tie has no derivative: parity tests hold
+# PyTorch's convention there); none 0, sum 1, mean 2, amax 3, amin 4
+_PLACES = np.array([[0, 4, 2, 1], [3, 2, 0, 4], [1, 3, 4, 0]])
+for _reduce in range(5):
+    for _self in (0, 1):
+        case("scatter_reduce", f"reduce{_reduce}-self{_self}")(
+            lambda r=_reduce, k=_self: ([normal(3, 5), _PLACES, normal(3, 4)],
+                                        {"axis": 1, "reduce": r, "include_self": k}))
+case("index_put")(lambda: ([normal(4, 3), normal(3), np.array([2, -1, 0])], {"accumulate": 0}))
+case("index_put", "accumulate")(lambda: ([normal(4, 3), normal(2, 1), np.array([[1], [3]]),
+                                          np.array([0, 2])], {"accumulate": 1}))

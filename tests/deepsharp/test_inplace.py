@@ -341,7 +341,8 @@ def test_a_leaf_that_requires_gradients_is_refused_as_pytorch_refuses_it(write, 
     (lambda y: y.detach().__setitem__(0, Tensor(normal(4), requires_grad=True)),
      r"x\[\.\.\.\] = value: the tensor is a view \(detach\) of a float32 tensor of shape "
      r"\(3, 4\) \(made by mul\)"),
-    (lambda y: y.__setitem__([0, 2], 1.0), r"integer arrays, tensors or bools is not recorded"),
+    (lambda y: y.__setitem__(([0, 2], slice(1, None)), 1.0),
+     r"integer index arrays mixed with slices or None is not recorded"),
     (lambda y: y.__setitem__(normal(3, 4) > 0, Tensor(normal(5))),
      r"a value of shape \(5,\) written through a boolean mask is recorded only when"),
     (lambda y: y.__setitem__(0, Tensor(normal(5))), r"could not broadcast a value of shape "
@@ -394,7 +395,10 @@ ARGS = {"clamp": (-0.5, 0.8), "clip": (None, 0.9), "masked_fill": (MASK, 0.25), 
         "mul": (normal(4),), "div": (np.abs(normal(4)) + 0.5,), "lerp": (normal(3, 4), 0.3),
         "addmm": (Tensor(normal(3, 5)), Tensor(normal(5, 4))),
         "scatter_add": (1, Tensor(np.array([[0, 3, 3, 1]] * 3)), normal(3, 4)),
-        "index_add": (0, Tensor(np.array([2, 0, 2])), normal(3, 4)), "acosh": (), "asin": (), "acos": (), "atanh": ()}
+        "index_add": (0, Tensor(np.array([2, 0, 2])), normal(3, 4)),
+        "scatter": (1, Tensor(np.array([[0, 3, 3, 1]] * 3)), Tensor(normal(3, 4))),
+        "scatter_reduce": (0, Tensor(np.array([[2, 0, 2, 1]] * 2)), Tensor(normal(2, 4)), "amax"),
+        "index_put": ((Tensor(np.array([0, 2, 0])),), Tensor(normal(4)), True), "acosh": (), "asin": (), "acos": (), "atanh": ()}
 INSIDE_ONE = ("asin", "acos", "atanh")       # taken on x / 3 (inside -1..1); acosh on x + 1
 
 

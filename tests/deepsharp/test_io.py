@@ -95,41 +95,93 @@ def test_module_weights_round_trip(tmp_path):
         np.testing.assert_array_equal(target.state_dict()[key], value)
 
 
-def test_a_network_carrying_a_preparation_is_not_saved_without_it(tmp_path):
-    """A network file holds the stack, not the fitted preparation: saving would lose it (the
-    network loaded would take prepared rows where it took raw ones), so save refuses by name and
-    writes nothing; once the preparation is dropped, the stack saves."""
-    from deepsharp.errors import SaveError
-    from deepsharp.preparation import Standardizer
+def _prepared_network():
+    from deepsharp.preparation import Chain, Columns, FillMissing, IndexEncoder, OneHot, Standardizer
 
-    network = _network()
+    rng = np.random.default_rng(1)
+    table = {"size": rng.normal(3.0, 2.0, (20, 2)).astype(np.float32),  # (colours 12 wide)
+             "colour": rng.choice(["red", "green", "blue"], 20).astype("<U12"),
+             "deck": rng.integers(1, 5, 20)}
+    table["size"][3, 1] = np.nan
+    prepare = Columns.fit(table, {"size": [FillMissing, Standardizer], "colour": OneHot,
+                                  "deck": IndexEncoder})
+    assert isinstance(prepare.columns[0].prepare, Chain)
+    network = (Sequential().dense(3).relu().dense(2)
+               .lower(Shape(prepare.width_out), RandomStream(0)))
+    return network.with_preparation(prepare), table
+
+
+def test_a_network_file_holds_the_preparation(tmp_path):
+    """The fitted preparation is saved with the stack (settings in the metadata, arrays beside
+    the slots, string categories as JSON) and loads equal, so the loaded network answers raw
+    rows as the saved one did."""
+    network, table = _prepared_network()
     path = tmp_path / "model.safetensors"
     network.save(path)
-    before = path.read_bytes()
-    rows = np.random.default_rng(1).standard_normal((20, 4)).astype(np.float32)
-    network.with_preparation(Standardizer.fit(rows))
-    with pytest.raises(SaveError, match="carries a preparation \\(Standardizer\\)"):
-        network.save(path)
-    assert path.read_bytes() == before
-    network.with_preparation(None).save(path)
-    assert deepsharp.load(path).preparation is None
+    loaded = deepsharp.load(path)
+    assert loaded.preparation == network.preparation
+    from deepsharp import MeanSquaredError
+
+    prepared = network.preparation(table)
+    np.testing.assert_array_equal(loaded.predict(loaded.preparation(table), MeanSquaredError()),
+                                  network.predict(prepared, MeanSquaredError()))
+    assert set(loaded.state_dict()) == set(network.state_dict())  # its arrays are no slots
 
 
-def test_a_checkpoint_callback_says_so_before_training_a_network_with_a_preparation(tmp_path):
+def test_a_checkpoint_callback_saves_a_network_with_its_preparation(tmp_path):
     from deepsharp import SGD, MeanSquaredError
     from deepsharp.callbacks import ModelCheckpoint
-    from deepsharp.errors import SpecError
+
+    network, table = _prepared_network()
+    rows = network.preparation(table)
+    network.fit(rows, np.zeros((20, 2), np.float32), loss=MeanSquaredError(), optimizer=SGD(0.1),
+                callbacks=[ModelCheckpoint(tmp_path / "best.ds", monitor="loss")], progress=False)
+    assert deepsharp.load(tmp_path / "best.ds").preparation == network.preparation
+
+
+def _with_metadata(path, **changes):
+    """The network file at `path` written again with metadata keys changed (None: removed)."""
+    from safetensors.numpy import load_file, safe_open, save_file
+
+    with safe_open(str(path), "np") as f:
+        metadata = dict(f.metadata())
+    tensors = load_file(str(path))
+    for key, value in changes.items():
+        if key.startswith("array:"):
+            name = key[len("array:"):]
+            tensors.pop(name) if value is None else tensors.__setitem__(name, value)
+        elif value is None:
+            metadata.pop(key)
+        else:
+            metadata[key] = value
+    save_file(tensors, str(path), metadata=metadata)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"preparation": '{"kind": "pickle", "fields": {}}'}, "expected a step of kind"),
+    ({"preparation": "[" * 100_000}, "metadata 'preparation' is damaged"),
+    ({"preparation": '{"kind": "standardizer", "fields": {"mean": {"array": "elsewhere"}, '
+                     '"std": {"array": "preparation/std"}}}'},
+     "names the array 'elsewhere', which the file does not hold as numbers"),
+    ({"preparation": '{"kind": "standardizer", "fields": {"mean": {"strings": ["a"], '
+                     '"width": 1}, "std": {"strings": ["b"], "width": 1}}}'}, "Standardizer"),
+    ({"preparation": '{"kind": "one_hot", "fields": {"categories": {"tuple": [{"strings": '
+                     '["long"], "width": 2}]}}}'},
+     "expected category strings and a width that holds them"),
+    ({"preparation": '{"kind": "chain", "fields": {"steps": ' + '{"tuple": [' * 40 + ']}' * 40
+                     + '}}'}, "nested deeper than 16"),
+    ({"array:preparation/extra": np.zeros(3, np.float32)}, "belong to no step of the preparation"),
+])
+def test_a_damaged_preparation_record_is_refused_naming_it(tmp_path, changes, message):
     from deepsharp.preparation import Standardizer
 
+    path = tmp_path / "model.safetensors"
     rows = np.random.default_rng(1).standard_normal((20, 4)).astype(np.float32)
-    network = _network().with_preparation(Standardizer.fit(rows))
-    weights = network.state_dict()["0.weight"].copy()
-    with pytest.raises(SpecError, match="ModelCheckpoint: the network carries a preparation"):
-        network.fit(rows, np.zeros((20, 2), np.float32), loss=MeanSquaredError(),
-                    optimizer=SGD(0.1), callbacks=[ModelCheckpoint(tmp_path / "best.ds")],
-                    progress=False)
-    np.testing.assert_array_equal(network.state_dict()["0.weight"], weights)  # not trained
-    assert not (tmp_path / "best.ds").exists()
+    _network().with_preparation(Standardizer.fit(rows)).save(path)
+    _with_metadata(path, **changes)
+    with pytest.raises(StateError) as caught:
+        deepsharp.load(path)
+    assert str(path) in str(caught.value) and message in str(caught.value)
 
 
 def test_a_network_adapted_by_low_rank_keeps_what_it_carries():

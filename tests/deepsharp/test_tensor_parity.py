@@ -62,8 +62,14 @@ def test_values_and_gradients_match_pytorch(case):
 
 # (not where an input holds NaN or inf: finite differences cannot step through them; those
 # cases' gradients are held to PyTorch's above)
+# where the function has no derivative at the inputs, PyTorch's convention is held above and
+# finite differences would measure a kink: ties (amax and amin share the gradient evenly) and
+# scatter's and index_put's repeated writes (every write gets the gradient, as in PyTorch; the
+# last one alone counts); test_scatter.py holds their derivatives where they exist
+KINKS = {"scatter", "index-put", "index-put-two"}
 DIFFERENTIABLE = [c for c in CASES if any(k.startswith(f"{c.id}/up") for k in FIXTURE.files)
-                  and all(i.kind != "special" for i in c.inputs)]
+                  and all(i.kind not in ("special", "ties") for i in c.inputs)
+                  and c.id not in KINKS]
 
 
 @pytest.mark.parametrize("case", DIFFERENTIABLE, ids=[c.id for c in DIFFERENTIABLE])

@@ -46,6 +46,11 @@ def _initial_states(model: onnx.ModelProto) -> None:
     _constant(model, expand.input[0], np.array(1.0, np.float32))
 
 
+def _batch_of_two_billion(model: onnx.ModelProto) -> None:
+    """A declared batch of 2**31 - 1 (a fuzzed graph): too large to run the region on."""
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2**31 - 1
+
+
 # name, fixture, the change, what the refusal says
 CASES: list[tuple[str, str, Callable[[onnx.ModelProto], None], str]] = [
     ("lstm-clip", "lstm.ts17", lambda m: set_attr(node_of(m, "LSTM"), "clip", 1.0),
@@ -71,6 +76,8 @@ CASES: list[tuple[str, str, Callable[[onnx.ModelProto], None], str]] = [
      lambda m: set_attr(node_of(m, "Softmax"), "axis", 2),
      "node '/layer/self_attn/Softmax' (Softmax): read as the Softmax of an attention from "
      "'input': no multi_head_attention with its projections gives what these nodes compute"),
+    ("attention-batch-too-large", "attention.ts17fixed", _batch_of_two_billion,
+     "read as the Softmax of an attention from 'input': its input is declared 2147483647 x "),
     ("pool-ceil", "cnn.ts17", lambda m: set_attr(node_of(m, "MaxPool"), "ceil_mode", 1),
      "node '/features/features.3/MaxPool' (MaxPool): ceil_mode=1: the pools take whole windows "
      "only"),

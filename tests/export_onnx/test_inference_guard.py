@@ -11,7 +11,7 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper
 
-from deepsharp_export_onnx.inference import infer_shapes
+from deepsharp_export_onnx.inference import infer_shapes, shape_like
 
 PACKAGE = Path(__file__).resolve().parents[2] / "deepsharp_export_onnx"
 
@@ -81,3 +81,42 @@ def test_an_input_made_by_a_later_node_keeps_the_foreign_node_out():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11),
                                                     helper.make_opsetid("ai.onnx.ml", 2)])
     infer_shapes(model)  # returns (the LabelEncoder left out) instead of crashing the process
+
+
+def test_a_reshape_to_a_target_read_from_the_data_is_no_shape():
+    """A Reshape of one shape value to a target taken from a declared dimension: inference takes
+    its length from the target (100,000 here; 2**31 - 1 in the graph the fuzzer made, minutes of
+    data propagation), so it is no shape, and the Reshape it feeds is left out of inference."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["rows"], axis=0),
+             helper.make_node("Unsqueeze", ["rows", "axes"], ["target"]),
+             helper.make_node("Reshape", ["rows", "target"], ["rows_long"]),
+             helper.make_node("Reshape", ["y", "rows_long"], ["z"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [100_000, 2]),
+                     helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [onnx.ValueInfoProto(name="z")],
+        [helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+         helper.make_tensor("axes", TensorProto.INT64, [1], [0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    assert "rows_long" not in shape_like(model) and "rows" in shape_like(model)
+    inferred = infer_shapes(model, data_prop=True)
+    ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in inferred.graph.value_info}
+    assert ranks.get("z", 0) <= 64
+
+
+def test_a_reshape_to_a_constant_list_keeps_a_shape():
+    """PyTorch's exporters reshape shape values to [1] or [-1] (a scalar made a list): still a
+    shape, so data propagation stays on for their graphs."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["rows"], axis=0),
+             helper.make_node("Reshape", ["rows", "one"], ["as_list"]),
+             helper.make_node("Reshape", ["shape", "minus_one"], ["flat"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 2])],
+        [onnx.ValueInfoProto(name="flat")],
+        [helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+         helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+         helper.make_tensor("minus_one", TensorProto.INT64, [1], [-1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    assert {"as_list", "flat"} <= shape_like(model)

@@ -215,3 +215,20 @@ def test_a_preparation_the_nodes_do_not_hold_is_refused_on_import():
         OnnxFile(LOSS).read(model)
     assert "expected one Mul node reading it, found node 'prepare.input.0.standardizer/centred' " \
            "(Sub)" in str(refused.value)
+
+
+def test_a_network_saved_with_its_preparation_exports_the_same_graph(tmp_path):
+    """Saved to a network file and loaded, the network still carries its preparation: the graph
+    it exports is byte for byte the one the network exported before it was saved."""
+    import deepsharp
+
+    table = _table()
+    prepare = Columns.fit(table, {"age": [FillMissing, Standardizer], "sex": OneHot,
+                                  "port": IndexEncoder, "colours": OneHot,
+                                  "fare": [partial(FillMissing.fit, strategy="median"),
+                                           MinMaxScaler, lambda x: SelectColumns([1], width=2)]})
+    network, data = _export(prepare, hidden=(8,), loss=CrossEntropy(), out=3)
+    network.with_preparation(prepare).save(tmp_path / "model.ds")
+    loaded = deepsharp.load(tmp_path / "model.ds")
+    assert loaded.preparation == prepare
+    assert OnnxExport(loaded.input_shape).to_bytes(loaded, CrossEntropy()) == data

@@ -46,6 +46,14 @@ def _twins(x):
     return y
 
 
+def _set_through_arrays(x):
+    """x[i, j] = v written as PyTorch code writes it, on an intermediate."""
+    y = (x * 1.5).T
+    y[POSITIONS[:2]] = LOW[:2].reshape(2, 1)
+    y[[1, 3], 0] = 2.5
+    return y.T
+
+
 def inputs_by_name(name: str, shape: tuple[int, ...], generator: np.random.Generator) -> np.ndarray:
     """i, j: int64 -4..4; ids: int64 0..9; pos: int64 0..3 (positions in an axis of 4);
     flag, mask: bool; p: positive float32; else normal float32."""
@@ -130,6 +138,25 @@ CASES = [
     ("in-place-twins", lambda x: _twins(x), X, B, "Where"),
     ("scatter-add", lambda x, pos: x.scatter_add(1, pos, x * 2) + F.scatter_add(x, 1, pos[:, :2], x),
      {"x": ("batch", 4), "pos": ("batch", 4)}, B, "ScatterElements"),
+    # repeated positions in a row: the last write wins in Runtime as in numpy
+    ("scatter", lambda x, pos: x.scatter(1, pos, x * 2) + F.scatter(x, 1, pos[:, :2], value=0.5)
+     + x.scatter(1, pos, x, reduce="add"), {"x": ("batch", 4), "pos": ("batch", 4)}, B,
+     "ScatterElements"),
+    ("scatter-reduce", lambda x, pos: sum(
+        x.scatter_reduce(1, pos, x * 3 - 1, reduce, include_self=keep)
+        for reduce in ("sum", "mean", "amax", "amin") for keep in (True, False)),
+     {"x": ("batch", 4), "pos": ("batch", 4)}, B, "ScatterElements"),
+    ("scatter-reduce-int", lambda i, pos: i.scatter_reduce(1, pos, i * 3, "mean")
+     + i.scatter_reduce(1, pos[:, :3], i[:, 1:] - 5, "mean", include_self=False)
+     + i.scatter_reduce(0, pos.abs() % 1, i, "amax", include_self=False),
+     {"i": ("batch", 4), "pos": ("batch", 4)}, B, "Mod"),
+    # (indexing the first axes, which the batch is not: the tensors are turned first)
+    ("index-put", lambda x, pos: (x.T.index_put((pos[0, :2],), x.T[:2] * 2)
+     + x.T.index_put((pos[1] - 4,), LOW[0], accumulate=True)).T
+     + F.index_put(x.T.reshape(2, 2, -1), (POSITIONS[:3] % 2, POSITIONS[1:] % 2),
+                   LOW[:1]).reshape(4, -1).T, {"x": ("batch", 4), "pos": (2, 4)}, B,
+     "ScatterND"),
+    ("set-through-arrays", lambda x: _set_through_arrays(x), X, B, "ScatterND"),
     ("cross", lambda x: x[:, :3].cross(x[:, 1:], dim=-1) + F.cross(x[:, :3], LOW[:3]),
      X, B, "Concat"),
     ("diagonal-diag", lambda x: x.reshape(-1, 2, 2).diagonal(0, 1, 2) + x[0].diag(1)[:1, :2],
@@ -403,3 +430,15 @@ def test_a_diagonal_over_a_symbolic_axis_is_refused():
     with pytest.raises(TraceException, match="diagonal over axis 0") as caught:
         check_trace(lambda x: x.diagonal(), X, B)
     assert caught.value.kind == TraceErrorKind.SYMBOLIC_SHAPE
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda x: x.nonzero(), "nonzero\\(\\), whose result's size"),
+    (lambda x: F.argwhere(x > 0), "nonzero\\(\\), whose result's size"),
+    (lambda x: F.where(x > 0)[0], "nonzero\\(\\), whose result's size"),
+    (lambda x: x.masked_select(x > 0), "indexing with a bool mask"),
+])
+def test_positions_read_from_the_values_are_refused_as_data_dependent(fn, fragment):
+    with pytest.raises(TraceException, match=fragment) as caught:
+        check_trace(fn, X, B)
+    assert caught.value.kind == TraceErrorKind.DATA_DEPENDENT

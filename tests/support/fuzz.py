@@ -88,14 +88,20 @@ FOREIGN_SEEDS = ("mlp_softmax.ts17", "cnn.dynamo18", "cnn_view.ts17", "conv1d_te
                  "encoder_gelu.dynamo18", "attention.ts17", "layer_norm.ts13")
 
 
-def _prepared() -> bytes:
+def _prepared_network():
+    """A network carrying a preparation of numbers and string categories."""
     from deepsharp.preparation import Columns, FillMissing, OneHot, Standardizer
 
     table = {"age": np.array([30.0, np.nan, 52.0, 41.0], np.float32),
              "colour": np.array(["red", "blue", "red", "green"])}
     prepare = Columns.fit(table, {"age": [FillMissing, Standardizer], "colour": OneHot})
     network = Sequential().dense(3).lower(Shape(prepare.width_out), RandomStream(4))
-    return OnnxExport(Shape(prepare.width_out), prepare=prepare).to_bytes(network, CrossEntropy())
+    return network.with_preparation(prepare)
+
+
+def _prepared() -> bytes:
+    network = _prepared_network()
+    return OnnxExport(network.input_shape).to_bytes(network, CrossEntropy())
 
 
 def onnx_seeds(foreign: bool = True) -> list[bytes]:
@@ -110,7 +116,7 @@ def onnx_seeds(foreign: bool = True) -> list[bytes]:
 
 def network_file_seeds() -> list[bytes]:
     found = []
-    for make in NETWORKS.values():
+    for make in (*NETWORKS.values(), _prepared_network):
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "n.safetensors"
             make().save(path)

@@ -9,7 +9,7 @@ spelled as a PyTorch user spells it, and deepsharp must take the same spelling:
 
 - "x.name": the method `name` of the first argument; "torch.name" and "F.name"
   (torch.nn.functional): `deepsharp.functional.name` on our side;
-- inputs: `N` normal, `Pos` positive, `D` distinct (no ties), `Int(low, high, *shape)`,
+- inputs: `N` normal, `Pos` positive, `D` distinct (no ties), `T` whole numbers (ties), `Int(low, high, *shape)`,
   `Bool(*shape)`; float inputs take gradients;
 - args: `I(k)` stands for input k (also inside tuples and lists); by default all inputs in order.
 """
@@ -49,6 +49,8 @@ class Input:
             return rng.integers(self.low, self.high, self.shape).astype(np.int64)
         if self.kind == "uniform":
             return rng.uniform(self.low, self.high, self.shape).astype(np.float32)
+        if self.kind == "ties":  # small whole numbers: many equal values
+            return rng.integers(-2, 3, self.shape).astype(np.float32)
         if self.kind == "special":  # normal values, some of them NaN, inf or -inf
             values = rng.standard_normal(self.shape).astype(np.float32)
             picks = rng.integers(0, 5, self.shape)
@@ -58,7 +60,7 @@ class Input:
 
     @property
     def is_float(self) -> bool:
-        return self.kind in ("normal", "positive", "distinct", "special", "uniform")
+        return self.kind in ("normal", "positive", "distinct", "special", "uniform", "ties")
 
 
 def N(*shape: int) -> Input:
@@ -84,6 +86,11 @@ def Bool(*shape: int) -> Input:
 def U(low: float, high: float, *shape: int) -> Input:
     """Float32 uniform in [low, high) (inside a function's domain)."""
     return Input("uniform", shape, low, high)  # type: ignore[arg-type]
+
+
+def T(*shape: int) -> Input:
+    """Float32 whole numbers in [-2, 2]: ties (amax's and amin's shared gradients)."""
+    return Input("ties", shape)
 
 
 def S(*shape: int) -> Input:
@@ -386,8 +393,48 @@ CASES: list[P] = [
     P("scatter-add", "x.scatter_add", [N(3, 5), Int(0, 5, 3, 4), N(3, 4)], (I(0), 1, I(1), I(2))),
     P("scatter-add-fn", "torch.scatter_add", [N(4, 3), Int(0, 4, 2, 3), N(2, 3)],
       (I(0), 0, I(1), I(2)), op="scatter_add"),   # (a larger src: PyTorch's backward fails)
+    # scatter: the last write wins where index repeats (PyTorch's CPU order)
+    P("scatter", "x.scatter", [N(3, 5), Int(0, 5, 3, 4), N(3, 4)], (I(0), 1, I(1), I(2))),
+    P("scatter-value", "x.scatter", [N(3, 5), Int(0, 5, 3, 2)], (I(0), 1, I(1), 2.5)),
+    P("scatter-fn-add", "torch.scatter", [N(4, 3), Int(0, 4, 2, 3), N(2, 3)],
+      (I(0), 0, I(1), I(2)), {"reduce": "add"}, op="scatter"),
+    P("scatter-reduce-sum", "x.scatter_reduce", [N(3, 5), Int(0, 5, 3, 4), N(3, 4)],
+      (I(0), 1, I(1), I(2), "sum")),
+    P("scatter-reduce-sum-without-self", "x.scatter_reduce", [N(3, 5), Int(0, 5, 3, 4), N(3, 4)],
+      (I(0), 1, I(1), I(2), "sum"), {"include_self": False}),
+    P("scatter-reduce-mean", "x.scatter_reduce", [N(3, 5), Int(0, 5, 3, 6), N(3, 6)],
+      (I(0), -1, I(1), I(2), "mean")),
+    P("scatter-reduce-mean-without-self", "x.scatter_reduce", [N(4, 3), Int(0, 4, 5, 3), N(5, 3)],
+      (I(0), 0, I(1), I(2), "mean"), {"include_self": False}),
+    P("scatter-reduce-mean-int", "x.scatter_reduce", [Int(-9, 9, 3, 5), Int(0, 5, 3, 4),
+                                                      Int(-9, 9, 3, 4)],
+      (I(0), 1, I(1), I(2), "mean")),
+    P("scatter-reduce-amax", "x.scatter_reduce", [T(3, 5), Int(0, 5, 3, 6), T(3, 6)],
+      (I(0), 1, I(1), I(2), "amax")),
+    P("scatter-reduce-amax-without-self", "x.scatter_reduce", [T(3, 5), Int(0, 5, 3, 6), T(3, 6)],
+      (I(0), 1, I(1), I(2), "amax"), {"include_self": False}),
+    P("scatter-reduce-amin", "torch.scatter_reduce", [T(4, 3), Int(0, 4, 5, 3), T(5, 3)],
+      (I(0), 0, I(1), I(2)), {"reduce": "amin"}, op="scatter_reduce"),
+    P("scatter-reduce-amin-without-self", "x.scatter_reduce", [T(4, 3), Int(0, 4, 5, 3), T(5, 3)],
+      (I(0), 0, I(1), I(2), "amin"), {"include_self": False}),
+    # positions read from the values (eager only)
+    P("nonzero", "x.nonzero", [Int(-1, 2, 3, 4)], (I(0),)),
+    P("nonzero-tuple", "torch.nonzero", [Bool(2, 3, 2)], (I(0),), {"as_tuple": True},
+      op="nonzero"),
+    P("argwhere", "torch.argwhere", [Int(-1, 2, 5)], (I(0),)),
+    P("where-condition-alone", "torch.where", [Bool(3, 4)], (I(0),), op="where"),
+    P("masked-select", "x.masked_select", [N(3, 4), Bool(4)], (I(0), I(1))),
+    P("masked-select-fn", "torch.masked_select", [N(4, 1), Bool(2, 4, 3)], (I(0), I(1)),
+      op="masked_select"),
+    # index_put: the last write wins where the indices repeat, or with accumulate all add up
+    P("index-put", "x.index_put", [N(4, 3), Int(-4, 4, 5), N(3)],
+      (I(0), (I(1),), I(2))),
+    P("index-put-two", "x.index_put", [N(4, 3), Int(0, 4, 2, 1), Int(-3, 3, 1, 3), N(2, 3)],
+      (I(0), (I(1), I(2)), I(3))),
+    P("index-put-accumulate", "torch.index_put", [N(4, 3), Int(0, 4, 6), N(6, 3)],
+      (I(0), (I(1),), I(2)), {"accumulate": True}, op="index_put"),
     P("index-add", "x.index_add", [N(5, 3), Int(0, 5, 4), N(4, 3)], (I(0), 0, I(1), I(2))),
-    P("index-add-alpha", "torch.index_add", [N(2, 6), Int(-6, 6, 3), N(2, 3)],
+    P("index-add-alpha", "torch.index_add", [N(2, 6), Int(0, 6, 3), N(2, 3)],
       (I(0), -1, I(1), I(2)), {"alpha": -0.5}, op="index_add"),
     P("cross", "torch.cross", [N(4, 3), N(4, 3)], (I(0), I(1)), {"dim": 1}),
     P("cross-first-axis-of-3", "x.cross", [N(2, 3, 3), N(2, 3, 3)], op="cross"),

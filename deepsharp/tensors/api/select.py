@@ -11,7 +11,9 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords as kw
+from deepsharp.tensors.api.build import full_like
 from deepsharp.tensors.api.reduce import ValuesIndices
+from deepsharp.tensors.ops.index import SCATTER_REDUCTIONS
 from deepsharp.tensors.symint import live
 from deepsharp.tensors.tensor import Tensor, apply, as_tensor
 
@@ -58,11 +60,12 @@ def index_select(x: Tensor, dim: Any, index: Any) -> Tensor:
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
-    """x where the bool `condition` holds, else y (broadcast together)."""
+    """x where the bool `condition` holds, else y (broadcast together); with the condition alone,
+    PyTorch's `nonzero(condition, as_tuple=True)`."""
+    if x is None and y is None:
+        return nonzero(as_tensor(condition), as_tuple=True)
     if x is None or y is None:
-        raise OpError("where(condition) with one argument is nonzero(): its result size "
-                      "depends on the values, which a graph cannot hold; give where(condition, "
-                      "x, y)")
+        raise OpError("where: give both x and y, or neither (the condition alone: nonzero)")
     condition = as_tensor(condition)
     if condition.dtype != np.bool_:
         raise OpError(f"where: the condition must be a bool tensor, received {condition.dtype} "
@@ -153,6 +156,74 @@ def scatter_add(x: Tensor, dim: Any, index: Any, src: Any) -> Tensor:
                  axis=kw.axis("scatter_add", dim, x.ndim))
 
 
+def _scatter(op: str, x: Tensor, dim: Any, index: Any, src: Any, reduce: str,
+             include_self: bool) -> Tensor:
+    index = _index(op, index)
+    if isinstance(src, Tensor):
+        if src.dtype != x.dtype:
+            raise OpError(f"{op}: src must have the input's dtype {x.dtype}, received {src.dtype} "
+                          f"(PyTorch refuses it too)")
+    elif isinstance(src, (int, float, bool, np.number)) and not live(src):
+        # a number: the value written at every position of index (PyTorch's `value`)
+        src = full_like(index, src, x.dtype)  # (index's shape, symbolic axes included)
+    else:
+        raise OpError(f"{op}: src must be a tensor or a number, received {type(src).__name__}")
+    return apply("scatter_reduce", x, index, src, axis=kw.axis(op, dim, x.ndim),
+                 reduce=SCATTER_REDUCTIONS[reduce], include_self=int(bool(include_self)))
+
+
+def scatter(x: Tensor, dim: Any, index: Any, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """PyTorch's scatter: x with src[i][j] written at x[i][index[i][j]] for dim 1 (src a tensor,
+    or a number `value` written everywhere index points); where index repeats a position, the
+    last write wins (PyTorch's CPU order, and ONNX Runtime's). reduce="add" adds instead (the
+    deprecated form of scatter_add); "multiply" is refused."""
+    if (src is None) == (value is None):
+        raise OpError("scatter: give src (a tensor or a number) or value, not both nor neither")
+    if reduce not in (None, "add"):
+        raise OpError(f"scatter: reduce={reduce!r} is not supported; reduce=None or 'add' (a "
+                      f"product of scattered values is not)")
+    return _scatter("scatter", x, dim, index, value if src is None else src,
+                    "none" if reduce is None else "sum", True)
+
+
+def scatter_reduce(x: Tensor, dim: Any, index: Any, src: Any, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """PyTorch's scatter_reduce: src[i][j] combined into x[i][index[i][j]] for dim 1 by reduce
+    ("sum", "mean", "amax" or "amin"), with x's own value unless include_self=False (then a
+    position index names holds only what is scattered there). Positions index never names keep
+    x's value. An integer mean floors, as PyTorch's. "prod" is refused."""
+    if reduce not in ("sum", "mean", "amax", "amin"):
+        raise OpError(f"scatter_reduce: reduce must be 'sum', 'mean', 'amax' or 'amin', received "
+                      f"{reduce!r}" + (" (a product of scattered values is not supported)"
+                                       if reduce == "prod" else ""))
+    if not isinstance(src, Tensor):
+        raise OpError(f"scatter_reduce: src must be a tensor, received {type(src).__name__}")
+    return _scatter("scatter_reduce", x, dim, index, src, reduce, include_self)
+
+
+def index_put(x: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """PyTorch's index_put: x with values written at x[indices] (a tuple of integer index tensors
+    for x's first axes, broadcast together; values broadcast to the positions they pick). Where a
+    position repeats, the last write wins (PyTorch's CPU order), or with accumulate=True all of
+    them add up. Bool masks are refused here: `masked_fill`, or `x[mask] = v`, write through one."""
+    if not isinstance(indices, (tuple, list)) or not indices or len(indices) > x.ndim:
+        raise OpError(f"index_put: indices must be a tuple of 1 to {x.ndim} index tensors, "
+                      f"received {indices!r}")
+    found = []
+    for k, index in enumerate(indices):
+        index = index if isinstance(index, Tensor) else Tensor(np.asarray(index))
+        if index.dtype == np.bool_:
+            raise OpError(f"index_put: indices[{k}] is a bool mask; write through it with "
+                          f"masked_fill or x[mask] = value")
+        found.append(_index("index_put", index))
+    values = as_tensor(values, like=x._data)
+    if values.dtype != x.dtype:
+        raise OpError(f"index_put: values must have the input's dtype {x.dtype}, received "
+                      f"{values.dtype} (PyTorch refuses it too)")
+    return apply("index_put", x, values, *found, accumulate=int(bool(accumulate)))
+
+
 def index_add(x: Tensor, dim: Any, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
     """PyTorch's index_add: x with alpha * source[..., i, ...] added at x[..., index[i], ...]
     along dim (index 1-d, as long as source's dim; repeats add up)."""
@@ -206,6 +277,36 @@ def diag(x: Tensor, diagonal: Any = 0) -> Tensor:
     places = (np.arange(n) + max(-k, 0)) * size + np.arange(n) + max(k, 0)  # flat (row, col)
     empty = Tensor(np.zeros(size * size, x.dtype))
     return apply("scatter_add", empty, Tensor(places), x, axis=0).reshape(size, size)
+
+
+def nonzero(x: Tensor, *, as_tuple: Any = False) -> Any:
+    """PyTorch's nonzero: the positions of x's non-zero entries (NaN is non-zero), in row-major
+    order, as an int64 (count, rank) tensor, or with as_tuple=True one int64 tensor per axis. Its
+    size is read from the values, so a trace refuses it; no gradient, as PyTorch has none."""
+    values = x._read("nonzero(), whose result's size is read from the values")
+    places = np.argwhere(values).astype(np.int64)
+    if as_tuple:
+        if x.ndim == 0:  # PyTorch's: a 0-d tensor answers as a 1-d one of one entry
+            return (Tensor._wrap(np.zeros(len(places), np.int64)),)
+        return tuple(Tensor._wrap(np.ascontiguousarray(places[:, k])) for k in range(x.ndim))
+    return Tensor._wrap(places)
+
+
+def argwhere(x: Tensor) -> Tensor:
+    """PyTorch's argwhere: `nonzero(x)`."""
+    return nonzero(x)
+
+
+def masked_select(x: Tensor, mask: Any) -> Tensor:
+    """PyTorch's masked_select: the entries of x where the bool mask holds (x and mask broadcast
+    together), as a 1-d tensor in row-major order; the gradient goes back to those entries."""
+    mask = as_tensor(mask)
+    if mask.dtype != np.bool_:
+        raise OpError(f"masked_select: the mask must be a bool tensor, received {mask.dtype}")
+    shape = np.broadcast_shapes(tuple(x.shape), tuple(mask.shape))
+    x = x if tuple(x.shape) == shape else x.expand(*shape)
+    mask = mask if tuple(mask.shape) == shape else mask.expand(*shape)
+    return x[mask]
 
 
 def unique(x: Tensor, sorted: Any = True, return_inverse: Any = False,

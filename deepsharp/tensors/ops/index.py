@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors.primitives import primitive
+from deepsharp.tensors.primitives import primitive, unbroadcast
 
 
 def check_range(op: str, indices: np.ndarray, size: int, where: str) -> None:
@@ -19,6 +19,18 @@ def check_range(op: str, indices: np.ndarray, size: int, where: str) -> None:
     if indices.size and (indices.min() < -size or indices.max() >= size):
         bad = indices[(indices < -size) | (indices >= size)].flat[0]
         raise OpError(f"{op}: index {int(bad)} is out of range for {where} of size {size}")
+
+
+def check_scatter(op: str, a: np.ndarray, index: np.ndarray, src: np.ndarray, axis: int) -> None:
+    """A scatter's operands as PyTorch takes them: index of a's rank and src's, no larger than
+    src on any axis nor than a off `axis`, its values inside a's `axis`."""
+    if index.ndim != a.ndim or src.ndim != a.ndim or any(
+            n > s or (d != axis and n > m)
+            for d, (n, m, s) in enumerate(zip(index.shape, a.shape, src.shape))):
+        raise OpError(f"{op}: the index {index.shape} must have the rank of the input {a.shape} "
+                      f"and of src {src.shape}, no larger a size than src's on any axis, nor "
+                      f"than the input's on the axes other than {axis}")
+    check_range(op, index, a.shape[axis], f"axis {axis}")
 
 
 def _along(index: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
@@ -84,13 +96,7 @@ class ScatterAdd:
     Gradients: a gets grad, src gets grad gathered by index (zero past index's shape)."""
 
     def forward(a, index, src, *, axis):
-        if index.ndim != a.ndim or src.ndim != a.ndim or any(
-                n > s or (d != axis and n > m)
-                for d, (n, m, s) in enumerate(zip(index.shape, a.shape, src.shape))):
-            raise OpError(f"scatter_add: the index {index.shape} must have the rank of the input "
-                          f"{a.shape} and of src {src.shape}, no larger a size than src's on any "
-                          f"axis, nor than the input's on the axes other than {axis}")
-        check_range("scatter_add", index, a.shape[axis], f"axis {axis}")
+        check_scatter("scatter_add", a, index, src, axis)
         out = a.copy()
         np.add.at(out, _along(index, axis), src[tuple(slice(n) for n in index.shape)])
         return out, None
@@ -99,3 +105,116 @@ class ScatterAdd:
         gsrc = np.zeros(src.shape, grad.dtype)
         gsrc[tuple(slice(n) for n in index.shape)] = grad[_along(index, axis)]
         return grad, None, gsrc
+
+
+# scatter_reduce's reductions (a record's attributes are numbers): PyTorch's names
+SCATTER_REDUCTIONS = {"none": 0, "sum": 1, "mean": 2, "amax": 3, "amin": 4}
+_NONE, _SUM, _MEAN, _AMAX, _AMIN = range(5)
+
+
+def identity(reduce: int, dtype: np.dtype):
+    """What a position holds before its first scatter when the input's own value is left out."""
+    if reduce in (_AMAX, _AMIN):
+        if dtype.kind == "f":
+            return -np.inf if reduce == _AMAX else np.inf
+        info = np.iinfo(dtype) if dtype.kind in "iu" else None
+        if info is None:
+            return reduce == _AMIN  # bool: max starts at False, min at True
+        return info.min if reduce == _AMAX else info.max
+    return 0
+
+
+def _scatter_parts(a, index, src, axis):
+    """The fancy index of every scattered position, src read over index's shape, and which of
+    a's positions receive at least one value."""
+    along = _along(index, axis)
+    received = np.zeros(a.shape, bool)
+    received[along] = True
+    return along, src[tuple(slice(n) for n in index.shape)], received
+
+
+@primitive("scatter_reduce")
+class ScatterReduce:
+    """PyTorch's scatter and scatter_reduce along `axis`: at every position of `index`,
+    src[..., i, ...] goes to out[..., index[..., i, ...], ...], combined by `reduce` (none: the
+    last write wins; sum; mean; amax; amin), with the input's own value when `include_self`.
+    Positions no index names keep the input's value. Integer means floor, as PyTorch's.
+
+    Gradients, as PyTorch's: none and sum pass the gradient to what was written (src gathered by
+    index; the input where it is kept); mean divides it by each position's count; amax and amin
+    share it evenly among every value equal to the result."""
+
+    def forward(a, index, src, *, axis, reduce, include_self):
+        check_scatter("scatter", a, index, src, axis)
+        along, part, received = _scatter_parts(a, index, src, axis)
+        out = a.copy()
+        if reduce == _NONE:
+            out[along] = part
+            return out, None
+        if not include_self:
+            out[received] = identity(reduce, a.dtype)
+        ufunc = {_SUM: np.add, _MEAN: np.add, _AMAX: np.maximum, _AMIN: np.minimum}[reduce]
+        ufunc.at(out, along, part)
+        if reduce == _MEAN:
+            counts = np.zeros(a.shape, a.dtype)
+            np.add.at(counts, along, 1)
+            counts = np.where(received, counts + bool(include_self), 1).astype(a.dtype)
+            out = out / counts if a.dtype.kind == "f" else out // counts
+        return out, (out if reduce in (_AMAX, _AMIN) else None)  # (the ties' rule reads it)
+
+    def backward(grad, out, a, index, src, *, axis, reduce, include_self):
+        along, part, received = _scatter_parts(a, index, src, axis)
+        # where the input's own value counts
+        kept = np.logical_not(received) if reduce == _NONE else (
+            True if include_self else np.logical_not(received))
+        if reduce == _MEAN:
+            counts = np.zeros(a.shape, grad.dtype)
+            np.add.at(counts, along, 1)
+            grad = grad / np.where(received, counts + bool(include_self), 1).astype(grad.dtype)
+        if reduce in (_AMAX, _AMIN):
+            # PyTorch's rule, to the letter: the input's value is counted among the ties where it
+            # equals the result even when include_self=False leaves it out (it then gets none)
+            self_hit, src_hit = a == out, part == out[along]
+            counts = self_hit.astype(grad.dtype)
+            np.add.at(counts, along, src_hit.astype(grad.dtype))
+            grad = np.divide(grad, counts, out=np.zeros_like(grad), where=counts > 0)
+            ga, gpart = np.where(self_hit & kept, grad, 0).astype(grad.dtype), \
+                np.where(src_hit, grad[along], 0).astype(grad.dtype)
+        else:
+            ga, gpart = np.where(kept, grad, 0).astype(grad.dtype), grad[along]
+        gsrc = np.zeros(src.shape, grad.dtype)
+        gsrc[tuple(slice(n) for n in index.shape)] = gpart
+        return ga, None, gsrc
+
+
+@primitive("index_put")
+class IndexPut:
+    """a with values written at a[i0, i1, ..., ik-1] (k integer index arrays broadcast together
+    into a's first k axes; values broadcast to the region they pick), PyTorch's index_put and
+    numpy's `a[i, j] = v`: where the indices repeat a position the last write wins, or with
+    `accumulate` every write adds up. Gradients: a where not written over (all of it when
+    accumulating); values the gradient of every position written, summed over what they were
+    broadcast along."""
+
+    def forward(a, values, *indices, accumulate):
+        for axis, index in enumerate(indices):
+            check_range("index_put", index, a.shape[axis], f"axis {axis}")
+        region = a[tuple(indices)].shape
+        try:
+            spread = np.broadcast_to(values, region)
+        except ValueError:
+            raise OpError(f"index_put: values of shape {values.shape} cannot be broadcast to the "
+                          f"{region} positions the indices pick") from None
+        out = a.copy()
+        if accumulate:
+            np.add.at(out, tuple(indices), spread)
+        else:
+            out[tuple(indices)] = spread
+        return out, None
+
+    def backward(grad, saved, a, values, *indices, accumulate):
+        ga = grad
+        if not accumulate:
+            ga = grad.copy()
+            ga[tuple(indices)] = 0
+        return (ga, unbroadcast(grad[tuple(indices)], values.shape)) + (None,) * len(indices)

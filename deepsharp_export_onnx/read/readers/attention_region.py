@@ -40,6 +40,7 @@ from layout import (
 LIMIT = 400          # nodes walked from the value before giving up
 CUTS = 8             # values after the Softmax tried as the attention's output
 PROBE_BATCH = 2
+PROBE_VALUES = 1 << 22  # the largest probe input: a batch and length the graph declares may be any
 DEFAULT_LENGTHS = (3, 4)
 
 
@@ -211,6 +212,10 @@ def read_attention_region(r: Reading) -> Read | None:
         probes = []
         for length in _lengths(r, nodes[:cut]):
             batch = dims[0] if isinstance(dims[0], int) else PROBE_BATCH  # a batch baked in
+            if batch * length * dims[2] > PROBE_VALUES:
+                return _refuse(r, nodes, residual, f"its input is declared {batch} x {length} x "
+                                                   f"{dims[2]}, too large to run it on an "
+                                                   f"example (at most {PROBE_VALUES:,} values)")
             x = rng.standard_normal((batch, length, dims[2])).astype(np.float32)
             expected = _run_region(r, nodes[:cut], end, x)
             if expected is not None:

@@ -100,7 +100,7 @@ def _reshape(node: onnx.NodeProto, r: Reading, out: tuple | None, what: str) -> 
     dims = r.view.dims(r.value)
     if out is None or dims is None or len(out) < 2 or out[0] != dims[0] \
             or not all(isinstance(d, int) and d > 0 for d in out[1:]):
-        raise r.unreadable(node, f"its {what} give dims {out} from {dims}: a reshape layer keeps "
-                                 f"the batch and gives every other size")
+        raise r.unreadable(node, f"by its {what}, dims {dims} become {out}: a reshape layer "
+                                 f"keeps the batch and gives every other size")
     spec = spec_of(node, r, "reshape", shape=tuple(out[1:]))
     return Read(node.output[0], [node], [spec], [{}], order=Order.CHANNELS_LAST, rank=len(out))

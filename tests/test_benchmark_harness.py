@@ -1,0 +1,65 @@
+"""The benchmark harness's bookkeeping (benchmarks/side_by_side.py), without timing anything:
+busy rounds are discarded and counted, never averaged in, and wall2's second row takes
+deepsharp's columns from the data_parallel trainers while sharing PyTorch's rounds."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import side_by_side  # noqa: E402
+
+
+class _Scripted:
+    """A worker answering scripted (cpu, wall, others) rounds."""
+
+    def __init__(self, answers):
+        self.answers = iter(answers)
+
+    def __call__(self):
+        return next(self.answers)
+
+
+def test_busy_rounds_are_discarded_and_counted():
+    quiet, starved, crowded = (1.0, 1.0, 0.0), (0.5, 1.0, 0.0), (1.0, 1.0, 1.5)
+    workers = {"a": _Scripted([starved, crowded] + [quiet] * 5),
+               "b": _Scripted([quiet] * 5)}
+    results = side_by_side._rounds(workers, busy_check=True)
+    assert results["a"]["busy"] == 2 and len(results["a"]["kept"]) == side_by_side.ROUNDS
+    assert results["b"]["busy"] == 0 and len(results["b"]["kept"]) == side_by_side.ROUNDS
+
+
+def test_a_measure_that_never_gets_a_quiet_round_gives_nan():
+    workers = {label: _Scripted([(0.1, 1.0, 0.0)] * side_by_side.MAX_ROUNDS)
+               for label in side_by_side.LABELS}
+    row = side_by_side._row("x", "wall2", side_by_side._rounds(workers, busy_check=True), 1,
+                            10, {})
+    assert row["deepsharp busy"] == side_by_side.MAX_ROUNDS
+    assert row["deepsharp"] != row["deepsharp"]  # nan
+
+
+def test_the_dp_row_takes_deepsharps_columns_from_the_split_trainers():
+    def kept(seconds):
+        return {"kept": [(seconds, seconds), (seconds * 2, seconds * 2)], "busy": 0}
+
+    results = {"deepsharp": kept(4.0), "numba": kept(3.0), "deepsharp dp": kept(5.0),
+               "numba dp": kept(2.0), "torch": kept(3.0), "torch best": kept(2.5)}
+    default = side_by_side._row("mlp", "wall2", results, 1, 1000, {})
+    split = side_by_side._row("mlp", "wall2 dp", results, 1, 1000,
+                              dict(zip(side_by_side.LABELS, side_by_side.SPLIT)))
+    assert default["deepsharp"] == pytest.approx(4.0) and split["deepsharp"] == pytest.approx(5.0)
+    assert split["numba"] == pytest.approx(2.0) and split["torch"] == default["torch"]
+    assert split["x best"] == pytest.approx(2.5 / 5.0)
+    assert default["deepsharp median"] == pytest.approx(6.0)
+
+
+def test_the_dp_trainers_split_the_batch_and_the_default_ones_do_not():
+    asked = []
+    trainers = side_by_side.factories(lambda threads: asked.append(threads) or threads,
+                                      lambda best: best)
+    assert trainers["deepsharp"](2) == 1 and trainers["deepsharp dp"](2) == 2
+    assert trainers["torch best"](2) is True and asked == [1, 2]
+    assert set(trainers) == set(side_by_side.LABELS + side_by_side.SPLIT)
