@@ -102,8 +102,8 @@ def _f32(value: float) -> np.ndarray:
 
 _C = {name: _f32(v) for name, v in (
     ("inv_sqrt_2", _INV_SQRT_2), ("low", -4.0), ("high", 4.0), ("one", 1.0), ("half", 0.5),
-    ("n0", _ERF_NUMERATOR[0]),
-    ("n1", _ERF_NUMERATOR[1]), ("n2", _ERF_NUMERATOR[2]), ("d0", _ERF_DENOMINATOR[0]))}
+    ("n0", _ERF_NUMERATOR[0]), ("n1", _ERF_NUMERATOR[1]), ("n2", _ERF_NUMERATOR[2]),
+    ("d0", _ERF_DENOMINATOR[0]))}
 _ERF_COLUMNS = [np.array([[a], [b]], np.float32)
                 for a, b in zip(_ERF_NUMERATOR[3:], _ERF_DENOMINATOR[1:])]
 

@@ -45,7 +45,7 @@ class SelfAttention:
         y = x.reshape(-1, x.shape[2]) @ np.concatenate([wq, wk, wv], axis=1)
         y += np.concatenate([bq, bk, bv])
         q, k, v = _heads(y, batch, steps, heads)
-        joined = np.empty((batch, steps, width), x.dtype)  # the heads written side by side
+        joined = np.empty((batch, steps, width), y.dtype)  # the heads written side by side
         _, weights = attend(q, k, v, key_mask, scale, causal,
                             out=joined.reshape(batch, steps, heads, -1).transpose(0, 2, 1, 3))
         return joined, (y, weights)
