@@ -3,7 +3,7 @@ composition), so autograd and the tracer see the same record a layer would leave
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -189,21 +189,33 @@ def conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride
                  pads=pads, output_padding=_window(output_padding, nd))
 
 
-def max_pool(x: Tensor, window, stride=None, padding="valid", dilation=1) -> Tensor:
+def max_pool(x: Tensor, window, stride=None, padding="valid", dilation=1,
+             ceil_mode: bool = False) -> Tensor:
     nd = x.ndim - 2
     kernel, dilations = _window(window, nd), _window(dilation, nd)
     pads, auto_pad = _border(padding, kernel, dilations)
     return apply("max_pool", x, kernel=kernel, strides=_window(stride or window, nd), pads=pads,
-                 dilations=dilations, auto_pad=auto_pad)
+                 dilations=dilations, auto_pad=auto_pad, **_ceil(ceil_mode, auto_pad))
 
 
 def avg_pool(x: Tensor, window, stride=None, padding="valid",
-             count_include_pad: bool = False) -> Tensor:
+             count_include_pad: bool = False, ceil_mode: bool = False) -> Tensor:
     nd = x.ndim - 2
     kernel = _window(window, nd)
     pads, auto_pad = _border(padding, kernel, (1,) * nd)
     return apply("avg_pool", x, kernel=kernel, strides=_window(stride or window, nd), pads=pads,
-                 auto_pad=auto_pad, count_include_pad=int(count_include_pad))
+                 auto_pad=auto_pad, count_include_pad=int(count_include_pad),
+                 **_ceil(ceil_mode, auto_pad))
+
+
+def _ceil(ceil_mode: Any, auto_pad: str) -> dict:
+    """PyTorch's ceil_mode (windows past the end while they start inside), with explicit pads."""
+    from deepsharp.tensors.ops.windows import NOTSET
+
+    if ceil_mode and auto_pad != NOTSET:
+        raise OpError("ceil_mode takes an explicit padding (PyTorch's pools have no "
+                      "padding='same'): give padding as numbers, or ceil_mode=False")
+    return {"ceil_mode": 1} if ceil_mode else {}
 
 
 def adaptive_avg_pool(x: Tensor, size) -> Tensor:

@@ -97,6 +97,23 @@ class Cnn(nn.Module):
         return self.head(self.features(x))
 
 
+class CnnCeil(nn.Module):
+    """Pools with ceil_mode=True: windows past the end while they start inside the places or the
+    begin padding (9 -> 5: the sixth window would start in the end padding and is dropped -> 3
+    -> 2); the avg pools' divisors count their padding (PyTorch's default), not the room past it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(),
+            nn.MaxPool2d(2, stride=2, padding=1, ceil_mode=True), nn.AvgPool2d(2, ceil_mode=True),
+            nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True))
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(16, 3))
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
 class CnnView(nn.Module):
     """The flatten written as `x.view(x.size(0), -1)`, a global average pool."""
 
@@ -247,6 +264,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "layer_norm": (NormMlp, _normal(BATCH, 6), {}, {}),
     "cnn": (Cnn, _normal(BATCH, 3, 12, 12), {}, {}),
     "cnn_view": (CnnView, _normal(BATCH, 2, 9, 9), {}, {}),
+    "cnn_ceil": (CnnCeil, _normal(BATCH, 2, 9, 9), {}, {}),
     "conv1d_text": (Conv1dText, _ids((BATCH, 10), 30), {1: "steps"}, {}),
     "conv1d_series": (Conv1dSeries, _normal(BATCH, 4, 12), {}, {}),
     "lstm": (lambda: LstmLast(1), _normal(BATCH, 7, 5), {1: "steps"}, {}),

@@ -78,6 +78,12 @@ def main() -> None:
     case("rms_norm", (2, 4, 6), nn.RMSNorm(6, eps=1e-5), last=True)
     case("group_norm", (2, 4, 5, 6), nn.GroupNorm(3, 6))
     case("instance_norm", (2, 4, 5, 6), nn.InstanceNorm2d(6, affine=True))
+    # ceil_mode: windows past the end while they start inside (9 -> 5: the sixth is dropped)
+    case("max_pool2d_ceil", (2, 9, 8, 3), nn.MaxPool2d(2, stride=2, padding=1, ceil_mode=True))
+    case("avg_pool2d_ceil", (2, 9, 7, 3), nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True,
+                                                       count_include_pad=False))
+    case("avg_pool2d_ceil_including", (2, 5, 7, 3), nn.AvgPool2d(2, ceil_mode=True))
+    case("max_pool1d_ceil", (2, 10, 3), nn.MaxPool1d(3, stride=3, ceil_mode=True))
 
     # batch norm: two training steps (running statistics, unbiased) then an evaluation pass
     norm = nn.BatchNorm2d(3)

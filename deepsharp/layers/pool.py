@@ -1,7 +1,7 @@
 """Poolings of series, images and volumes held channels-last.
 
-max_pool1d/2d/3d(window, stride=None, padding="valid", dilation=1)
-avg_pool1d/2d/3d(window, stride=None, padding="valid", count_include_pad=False)
+max_pool1d/2d/3d(window, stride=None, padding="valid", dilation=1, ceil_mode=False)
+avg_pool1d/2d/3d(window, stride=None, padding="valid", count_include_pad=False, ceil_mode=False)
 global_avg_pool(keep_axes=False), global_max_pool(keep_axes=False)
 adaptive_avg_pool(size), adaptive_max_pool(size)
 
@@ -35,6 +35,7 @@ class PoolSpec(LayerSpec):
     window: Window
     stride: Window | None = None
     padding: Padding = "valid"
+    ceil_mode: bool = False
 
     @field_validator("window", "stride")
     @classmethod
@@ -61,10 +62,13 @@ class PoolSpec(LayerSpec):
     def attrs(self) -> dict[str, Any]:
         pads, auto_pad = pads_of(self.padding, self.kernel_size, self.dilations)
         return {"kernel": self.kernel_size, "strides": self.strides, "pads": pads,
-                "auto_pad": auto_pad}
+                "auto_pad": auto_pad, **({"ceil_mode": 1} if self.ceil_mode else {})}
 
     def build(self, shape: Shape, at: Lowering) -> "PoolStep":
         require_places(shape, self.places)
+        if self.ceil_mode and self.padding == "same":
+            raise ShapeError("ceil_mode takes an explicit padding (PyTorch's pools have no "
+                             "padding='same'): give padding as numbers, or ceil_mode=False")
         if self.padding != "same":
             pads = explicit_pads(self.padding, tuple(shape)[:-1], self.kernel_size, self.strides,
                                  self.dilations)
@@ -73,7 +77,8 @@ class PoolSpec(LayerSpec):
                 if max(pads[i], pads[self.places + i]) > half:
                     raise ShapeError(f"a padding of {max(pads[i], pads[self.places + i])} is more "
                                      f"than half the window of {(k - 1) * d + 1} places")
-        out = window_output(shape, self.padding, self.kernel_size, self.strides, self.dilations)
+        out = window_output(shape, self.padding, self.kernel_size, self.strides, self.dilations,
+                            ceil_mode=self.ceil_mode)
         return PoolStep(self, at.place, shape, Shape(*out, shape[-1]))
 
 

@@ -21,7 +21,7 @@ from pydantic import NonNegativeInt, PositiveInt
 from deepsharp.errors import ShapeError
 from deepsharp.shape import Shape
 from deepsharp.tensors.ops.windows import (
-    NOTSET, SAME_UPPER, output_lengths, resolve_pads,
+    NOTSET, SAME_UPPER, ceil_pads, output_lengths, resolve_pads,
 )
 
 Window = Union[PositiveInt, tuple[PositiveInt, ...]]
@@ -84,8 +84,9 @@ def explicit_pads(padding: Padding, lengths: Sequence[int], kernel: Sequence[int
 
 
 def window_output(shape: Shape, padding: Padding, kernel: Sequence[int], strides: Sequence[int],
-                  dilations: Sequence[int]) -> tuple[int, ...]:
-    """The output places for an example of `shape` (ShapeError when a window does not fit)."""
+                  dilations: Sequence[int], ceil_mode: bool = False) -> tuple[int, ...]:
+    """The output places for an example of `shape` (ShapeError when a window does not fit); with
+    ceil_mode, PyTorch's count of windows reaching past the end."""
     lengths = tuple(shape)[:-1]
     pads = explicit_pads(padding, lengths, kernel, strides, dilations)
     effective = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
@@ -94,4 +95,6 @@ def window_output(shape: Shape, padding: Padding, kernel: Sequence[int], strides
         if n + pads[i] + pads[nd + i] < effective[i]:
             raise ShapeError(f"a window of {effective[i]} places does not fit in the {n} places "
                              f"of axis {i} padded by {pads[i]} and {pads[nd + i]}")
+    if ceil_mode:
+        pads = ceil_pads(lengths, kernel, strides, dilations, pads)
     return output_lengths(lengths, kernel, strides, dilations, pads)

@@ -84,6 +84,10 @@ def pool_node_form(primitive: str, attrs: dict[str, Any], places: Sequence[Any]
     form = {"kernel_shape": ints(kernel), "strides": ints(strides),
             **border(attrs["pads"], attrs.get("auto_pad", NOTSET), places, kernel, strides,
                      dilations)}
+    # (Runtime's count and divisors are PyTorch's: tested); at stride 1 the count rounds alike
+    # either way, and onnx's reference evaluator miscounts ceil_mode windows there
+    if attrs.get("ceil_mode") and any(s != 1 for s in strides):
+        form["ceil_mode"] = 1
     if primitive == "max_pool":
         if any(d != 1 for d in dilations):  # an attribute of MaxPool from set 10 only
             form["dilations"] = ints(dilations)

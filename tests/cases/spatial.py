@@ -68,6 +68,15 @@ case("avg_pool", "1d-including-pad")(lambda: (
 case("avg_pool", "3d-same")(lambda: (
     [normal(1, 3, 4, 5, 2)], {"kernel": (2, 2, 2), "strides": (2, 2, 2), "pads": (),
                               "auto_pad": "SAME_UPPER", "count_include_pad": 0}))
+case("max_pool", "2d-ceil")(lambda: (  # 9 -> 5 (a sixth window would start in the padding)
+    [distinct(2, 9, 6, 2)], {"kernel": (2, 3), "strides": (2, 2), "pads": (1, 1, 1, 0),
+                             "ceil_mode": 1}))
+case("avg_pool", "2d-ceil-including-pad")(lambda: (
+    [normal(2, 7, 5, 2)], {"kernel": (3, 2), "strides": (2, 2), "pads": (1, 0, 1, 0),
+                           "count_include_pad": 1, "ceil_mode": 1}))
+case("avg_pool", "1d-ceil-excluding-pad")(lambda: (
+    [normal(2, 10, 3)], {"kernel": (3,), "strides": (3,), "pads": (1, 1), "count_include_pad": 0,
+                         "ceil_mode": 1}))
 case("adaptive_avg_pool", "2d-unequal")(lambda: ([normal(2, 5, 7, 3)], {"sizes": (3, 4)}))
 case("adaptive_avg_pool", "1d")(lambda: ([normal(2, 9, 2)], {"sizes": (4,)}))
 case("adaptive_max_pool", "2d-unequal")(lambda: ([distinct(2, 5, 7, 3)], {"sizes": (3, 4)}))

@@ -354,3 +354,47 @@ def test_self_attention_matches_its_layers_primitives(heads, causal, masked):
     scale = max(np.abs(e).max() for e in results[1])  # the key bias's gradient is zero, bar rounding
     for got, expected in zip(*results):
         np.testing.assert_allclose(got, expected, rtol=RTOL, atol=RTOL * scale)
+
+
+# -- GELU's erf32 in stacked passes ------------------------------------------------------------
+def test_gelu_blocks_repeat_erf32_bit_for_bit():
+    """GELU's stacked Horner passes (numerator and denominator in one array, constants as 0-d
+    arrays, blocks of BLOCK) against erf32 taken as it stands: the same float32 numbers,
+    infinities, NaN and signed zeros included, over more than one block."""
+    from deepsharp.tensors.ops.activations import BLOCK, erf32
+
+    x = np.random.default_rng(8).standard_normal(BLOCK * 2 + 77).astype(np.float32) * 4
+    x[:7] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-42]
+    with np.errstate(invalid="ignore"):
+        y = apply("gelu", Tensor(x), approximate=0)._data
+        c = erf32(x * np.float32(1 / np.sqrt(2)))
+        c += 1
+        c *= 0.5
+        expected = x * c
+    np.testing.assert_array_equal(y, expected)
+    assert np.array_equal(np.signbit(y), np.signbit(expected))
+
+
+# -- attention chunk by chunk along the batch ---------------------------------------------------
+@pytest.mark.parametrize("shape, masked, causal", [((5, 2, 6, 3), True, 1), ((5, 2, 6, 3), False, 0),
+                                                   ((7, 4, 3), True, 0), ((1, 3, 4, 2), True, 1)])
+def test_attention_in_chunks_is_bit_identical_to_one_pass(monkeypatch, shape, masked, causal):
+    """Scores, softmax and gradients chunk by chunk (here a chunk of one or two batch rows) against
+    the whole batch at once: the same numbers bit for bit, masked rows and all."""
+    from deepsharp.tensors.ops import attention
+
+    generator = np.random.default_rng(12)
+    q, k, v, grad = (generator.standard_normal(shape).astype(np.float32) for _ in range(4))
+    mask = generator.random((shape[0], shape[-2])) > 0.3
+    mask[0] = False  # a row with no key to look at
+    results = []
+    for chunk in (1 << 30, int(np.prod(shape[1:-1])) * shape[-2] * 2):
+        monkeypatch.setattr(attention, "CHUNK", chunk)
+        tensors = [Tensor(a, requires_grad=True) for a in (q, k, v)]
+        extra = [Tensor(mask)] if masked else []
+        y = apply("attention", *tensors, *extra, scale=0.4, causal=causal)
+        (y * Tensor(grad)).sum().backward()
+        results.append([y._data] + [t.grad for t in tensors])
+    assert len(attention._chunks(q, shape[-2])) == (1 if shape[0] == 1 else -(-shape[0] // 2))
+    for got, expected in zip(*results):
+        np.testing.assert_array_equal(got, expected)

@@ -78,9 +78,6 @@ CASES: list[tuple[str, str, Callable[[onnx.ModelProto], None], str]] = [
      "'input': no multi_head_attention with its projections gives what these nodes compute"),
     ("attention-batch-too-large", "attention.ts17fixed", _batch_of_two_billion,
      "read as the Softmax of an attention from 'input': its input is declared 2147483647 x "),
-    ("pool-ceil", "cnn.ts17", lambda m: set_attr(node_of(m, "MaxPool"), "ceil_mode", 1),
-     "node '/features/features.3/MaxPool' (MaxPool): ceil_mode=1: the pools take whole windows "
-     "only"),
     ("conv-groups-mismatch", "cnn_view.ts17",
      lambda m: set_attr(node_of(m, "Conv"), "group", 2),
      "node '/conv/Conv' (Conv): its kernel reads 4 channels, the value 'input' (dims ['batch', 2, "

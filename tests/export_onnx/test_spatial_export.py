@@ -39,6 +39,16 @@ CASES = [
     ("avg_pool2d-including", Sequential().avg_pool2d(3, stride=2, padding=1,
                                                      count_include_pad=True), IMAGE, ()),
     ("avg_pool1d-same", Sequential().avg_pool1d(3, stride=2, padding="same"), SERIES, LENGTHS),
+    # ceil_mode (6 -> 3 and 6 -> 4 places where floor gives 2 and 3); over a series' free length
+    ("max_pool2d-ceil", Sequential().max_pool2d(3, stride=2, ceil_mode=True), IMAGE, ()),
+    ("max_pool2d-ceil-stride-1", Sequential().max_pool2d(3, stride=1, padding=1, ceil_mode=True),
+     IMAGE, ()),  # (written without ceil_mode: the count is the same)
+    ("avg_pool2d-ceil-including", Sequential().avg_pool2d(3, stride=2, padding=1, ceil_mode=True,
+                                                          count_include_pad=True), IMAGE, ()),
+    ("max_pool1d-ceil-series", Sequential().max_pool1d(3, stride=2, padding=1, ceil_mode=True),
+     SERIES, LENGTHS),
+    ("avg_pool1d-ceil-series", Sequential().avg_pool1d(2, padding=1, ceil_mode=True), SERIES,
+     LENGTHS),
     ("avg_pool3d", Sequential().avg_pool3d(2), VOLUME, ()),
     ("global_avg_pool", Sequential().conv2d(3, 3).global_avg_pool(), IMAGE, ()),
     ("global_max_pool-keep", Sequential().global_max_pool(keep_axes=True), IMAGE, ()),

@@ -78,9 +78,6 @@ CASES: list[tuple[str, Sequential, Shape, Callable, str]] = [
     ("resize-down", Sequential().upsample(scale=2), IMAGE,
      lambda m: set_constant(m, "0.upsample/scales", np.array([1, 1, 0.5, 1], np.float32)),
      "scales [1.0, 1.0, 0.5, 1.0]: upsample scales the places only, up"),
-    ("max-pool-ceil", Sequential().max_pool2d(2), IMAGE,
-     lambda m: set_attr(m, "MaxPool", "ceil_mode", 1),
-     "node '0.max_pool2d' (MaxPool): ceil_mode=1: the pools take whole windows only"),
     ("conv-same-lower", Sequential().conv2d(2, 3), IMAGE,
      lambda m: (set_attr(m, "Conv", "auto_pad", "SAME_LOWER"),
                 node(m, "Conv").attribute.remove(

@@ -28,6 +28,7 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "layer_norm": (MeanSquaredError(), None),
     "cnn": (CrossEntropy(), None),
     "cnn_view": (MeanSquaredError(), None),
+    "cnn_ceil": (MeanSquaredError(), None),
     "conv1d_text": (MeanSquaredError(), None),
     "conv1d_series": (MeanSquaredError(), None),
     "lstm": (MeanSquaredError(), None),

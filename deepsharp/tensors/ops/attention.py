@@ -44,8 +44,24 @@ def check_mask(key_mask: np.ndarray | None, batch: int, keys: int, what: str) ->
                       f"{key_mask.dtype} {key_mask.shape}")
 
 
-def attend(q, k, v, key_mask, scale, causal):
-    """softmax(q k^T scale + left out) v and the softmax weights (see the module's docstring)."""
+# The backward pass runs in chunks along the first axis (the batch) of about this many score
+# values (128 KB of float32), each chunk's passes and products in the core's cache and one pair of
+# work buffers reused; the same operations on every value, so the same numbers. (The forward pass
+# in chunks measured no faster: it runs whole.)
+CHUNK = 1 << 15
+
+
+def _chunks(q: np.ndarray, keys: int) -> list[slice]:
+    if q.ndim < 3 or not q.shape[0]:
+        return [slice(None)]
+    per = int(np.prod(q.shape[1:-1])) * keys  # score values per index of the first axis
+    step = max(1, CHUNK // max(per, 1))
+    return [slice(i, i + step) for i in range(0, q.shape[0], step)]
+
+
+def attend(q, k, v, key_mask, scale, causal, out=None):
+    """softmax(q k^T scale + left out) v and the softmax weights (see the module's docstring);
+    the product into `out` when given (a strided view: BLAS writes it in place, no copy)."""
     scores = np.matmul(q, np.swapaxes(k, -1, -2))
     scores *= np.asarray(scale, q.dtype)
     allowed = allowed_keys(key_mask, causal, q.ndim, q.shape[-2], k.shape[-2])
@@ -57,18 +73,31 @@ def attend(q, k, v, key_mask, scale, causal):
     weights /= weights.sum(axis=-1, keepdims=True)
     if key_mask is not None:  # only a key mask can leave a query nothing to look at
         weights *= allowed.any(axis=-1, keepdims=True)
-    return np.matmul(weights, v), weights
+    return np.matmul(weights, v, out=out), weights
 
 
-def attend_grad(grad, weights, q, k, v, scale):
-    """The gradients of q, k and v through `attend`."""
-    dw = np.matmul(grad, np.swapaxes(v, -1, -2))
-    ds = dw - (dw * weights).sum(axis=-1, keepdims=True)
-    ds *= weights
-    ds *= np.asarray(scale, q.dtype)
-    dq = np.matmul(ds, k)
-    dk = np.matmul(np.swapaxes(ds, -1, -2), q)
-    dv = np.matmul(np.swapaxes(weights, -1, -2), grad)
+def attend_grad(grad, weights, q, k, v, scale, outs=(None, None, None)):
+    """The gradients of q, k and v through `attend` (into `outs` where given), chunk by chunk:
+    the softmax's rule (dw - sum(dw weights)) weights in place over one chunk's work buffers."""
+    factor = np.asarray(scale, q.dtype)
+    parts = _chunks(q, weights.shape[-1])
+    size = weights[parts[0]].shape
+    ds_buffer = np.empty(size, np.result_type(grad, v))
+    work_buffer = np.empty(size, np.result_type(ds_buffer, weights))
+    dq, dk, dv = (np.empty(a.shape, np.result_type(*b)) if o is None else o for a, b, o in zip(
+        (q, k, v), ((ds_buffer, k), (ds_buffer, q), (weights, grad)), outs))
+    for part in parts:
+        w, g = weights[part], grad[part]
+        ds = ds_buffer[:w.shape[0]] if q.ndim >= 3 else ds_buffer
+        work = work_buffer[:w.shape[0]] if q.ndim >= 3 else work_buffer
+        np.matmul(g, np.swapaxes(v[part], -1, -2), out=ds)
+        np.multiply(ds, w, out=work)
+        ds -= work.sum(axis=-1, keepdims=True)
+        ds *= w
+        ds *= factor
+        np.matmul(ds, k[part], out=dq[part])
+        np.matmul(np.swapaxes(ds, -1, -2), q[part], out=dk[part])
+        np.matmul(np.swapaxes(w, -1, -2), g, out=dv[part])
     return dq, dk, dv
 
 

@@ -15,12 +15,15 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors.ops.windows import (
-    NOTSET, crop_places, offset_slices, offsets, output_lengths, pad_places, resolve_pads,
+    NOTSET, ceil_pads, crop_places, offset_slices, offsets, output_lengths, pad_places,
+    resolve_pads,
 )
 from deepsharp.tensors.primitives import primitive
 
 
-def _geometry(x, kernel, strides, dilations, pads, auto_pad):
+def _geometry(x, kernel, strides, dilations, pads, auto_pad, ceil_mode=0):
+    """The pads (begins, ends; with ceil_mode the ends grown to hold the last windows: never
+    counted, as they hold no place) and the output lengths."""
     if x.ndim != len(kernel) + 2:
         raise OpError(f"pool: a window of {len(kernel)} place axes needs x (N, *places, C) of "
                       f"rank {len(kernel) + 2}, received {x.shape}")
@@ -29,6 +32,8 @@ def _geometry(x, kernel, strides, dilations, pads, auto_pad):
         if max(pads[i], pads[len(kernel) + i]) >= (k - 1) * dilations[i] + 1:
             raise OpError(f"pool: pads {pads} on axis {i + 1} reach beyond a whole window of "
                           f"{k}: a window would hold no value")
+    if ceil_mode:
+        pads = ceil_pads(x.shape[1:-1], kernel, strides, dilations, pads)
     return pads, output_lengths(x.shape[1:-1], kernel, strides, dilations, pads)
 
 
@@ -38,9 +43,9 @@ class MaxPool:
     largest value of each window in row-major order, as PyTorch's: the backward pass finds it
     again, offset by offset, rather than the forward pass keeping an index per window."""
 
-    def forward(x, *, kernel, strides, pads, dilations=(), auto_pad=NOTSET):
+    def forward(x, *, kernel, strides, pads, dilations=(), auto_pad=NOTSET, ceil_mode=0):
         dilations = dilations or (1,) * len(kernel)
-        pads, out = _geometry(x, kernel, strides, dilations, pads, auto_pad)
+        pads, out = _geometry(x, kernel, strides, dilations, pads, auto_pad, ceil_mode)
         xp = pad_places(x, pads, -np.inf)
         views = [xp[offset_slices(o, out, strides, dilations)] for o in offsets(kernel)]
         best = views[0].copy() if len(views) == 1 else np.maximum(views[0], views[1])
@@ -48,7 +53,8 @@ class MaxPool:
             np.maximum(best, view, out=best)
         return best, (xp, best, pads, out)
 
-    def backward(grad, saved, x, *, kernel, strides, pads, dilations=(), auto_pad=NOTSET):
+    def backward(grad, saved, x, *, kernel, strides, pads, dilations=(), auto_pad=NOTSET,
+                 ceil_mode=0):
         xp, best, pads, out = saved
         dilations = dilations or (1,) * len(kernel)
         disjoint = all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel, strides, dilations))
@@ -87,18 +93,20 @@ class AvgPool:
     """The mean of every window; with `count_include_pad=0` the border's places are not counted
     (each window is divided by how many real places it holds)."""
 
-    def forward(x, *, kernel, strides, pads, count_include_pad, auto_pad=NOTSET):
+    def forward(x, *, kernel, strides, pads, count_include_pad, auto_pad=NOTSET, ceil_mode=0):
         ones = (1,) * len(kernel)
-        pads, out = _geometry(x, kernel, strides, ones, pads, auto_pad)
+        declared, _ = _geometry(x, kernel, strides, ones, pads, auto_pad)
+        pads, out = _geometry(x, kernel, strides, ones, pads, auto_pad, ceil_mode)
         xp = pad_places(x, pads)
         total = None
         for offset in offsets(kernel):
             view = xp[offset_slices(offset, out, strides, ones)]
             total = view.copy() if total is None else np.add(total, view, out=total)
-        divisor = _divisor(x, kernel, strides, pads, out, count_include_pad)
+        divisor = _divisor(x, kernel, strides, pads, out, count_include_pad, declared)
         return total / divisor, (divisor, pads, out, xp.shape)
 
-    def backward(grad, saved, x, *, kernel, strides, pads, count_include_pad, auto_pad=NOTSET):
+    def backward(grad, saved, x, *, kernel, strides, pads, count_include_pad, auto_pad=NOTSET,
+                 ceil_mode=0):
         divisor, pads, out, padded = saved
         ones = (1,) * len(kernel)
         share = grad / divisor
@@ -108,10 +116,17 @@ class AvgPool:
         return (crop_places(gxp, pads),)
 
 
-def _divisor(x, kernel, strides, pads, out, count_include_pad) -> np.ndarray:
-    if count_include_pad or not any(pads):
+def _divisor(x, kernel, strides, pads, out, count_include_pad, declared) -> np.ndarray:
+    """Each window's divisor: the places it holds, with count_include_pad the declared padding's
+    too (PyTorch's: never the room ceil_mode adds past it)."""
+    if not any(pads) or (count_include_pad and pads == declared):
         return np.asarray(int(np.prod(kernel)), x.dtype)
-    counts = _counts(x.shape[1:-1], kernel, strides, pads, out)
+    nd = len(kernel)
+    if count_include_pad:  # the declared padding counts as places: the region grows by it
+        lengths = [n + declared[i] + declared[nd + i] for i, n in enumerate(x.shape[1:-1])]
+        counts = _counts(lengths, kernel, strides, (0,) * nd, out)
+    else:
+        counts = _counts(x.shape[1:-1], kernel, strides, pads, out)
     return counts.astype(x.dtype)[None, ..., None]
 
 

@@ -45,8 +45,9 @@ class SelfAttention:
         y = x.reshape(-1, x.shape[2]) @ np.concatenate([wq, wk, wv], axis=1)
         y += np.concatenate([bq, bk, bv])
         q, k, v = _heads(y, batch, steps, heads)
-        out, weights = attend(q, k, v, key_mask, scale, causal)
-        joined = out.transpose(0, 2, 1, 3).reshape(batch, steps, width)
+        joined = np.empty((batch, steps, width), y.dtype)  # the heads written side by side
+        _, weights = attend(q, k, v, key_mask, scale, causal,
+                            out=joined.reshape(batch, steps, heads, -1).transpose(0, 2, 1, 3))
         return joined, (y, weights)
 
     def backward(grad, saved, x, wq, wk, wv, bq, bk, bv, key_mask=None, *, heads, scale, causal):
@@ -55,10 +56,8 @@ class SelfAttention:
         width = wq.shape[1]
         q, k, v = _heads(y, batch, steps, heads)
         g = grad.reshape(batch, steps, heads, -1).transpose(0, 2, 1, 3)
-        dy = np.empty_like(y)
-        for view, d in zip(_heads(dy, batch, steps, heads), attend_grad(g, weights, q, k, v,
-                                                                        scale)):
-            view[...] = d
+        dy = np.empty_like(y)  # q's, k's and v's gradients written into their places
+        attend_grad(g, weights, q, k, v, scale, outs=_heads(dy, batch, steps, heads))
         x2 = x.reshape(-1, channels)
         gw = x2.T @ dy
         gb = dy.sum(axis=0)

@@ -65,6 +65,23 @@ def output_lengths(lengths: Sequence[int], kernel: Sequence[int], strides: Seque
     return tuple(out)
 
 
+def ceil_pads(lengths: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+              dilations: Sequence[int], pads: Sequence[int]) -> tuple[int, ...]:
+    """`pads` with the ends grown so the windows reach over the end: PyTorch's ceil_mode, ceil((n
+    + begin + end - (k - 1) d - 1) / s) + 1 windows, less the last one where it would start past
+    the begin padding and the places (inside the end padding or beyond)."""
+    nd, ends = len(lengths), list(pads[len(lengths):])
+    for i, (n, k, s, d) in enumerate(zip(lengths, kernel, strides, dilations)):
+        span = n + pads[i] + pads[nd + i] - (k - 1) * d - 1
+        if span < 0:
+            continue  # (output_lengths says why)
+        out = -(-span // s) + 1
+        if (out - 1) * s >= n + pads[i]:
+            out -= 1
+        ends[i] += max(0, (out - 1) * s + (k - 1) * d + 1 - (n + pads[i] + pads[nd + i]))
+    return tuple(pads[:nd]) + tuple(ends)
+
+
 def pad_places(x: np.ndarray, pads: Sequence[int], value: float = 0.0) -> np.ndarray:
     """x (N, *places, C) with its place axes padded by `value` (x itself when no pad)."""
     nd = x.ndim - 2

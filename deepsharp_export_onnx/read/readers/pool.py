@@ -22,8 +22,6 @@ from layout import Order
 def read_pool(node: onnx.NodeProto, r: Reading) -> Read:
     channels_first(node, r)
     attrs = r.view.attrs(node)
-    if attrs.get("ceil_mode", 0):
-        raise r.unreadable(node, "ceil_mode=1: the pools take whole windows only")
     kernel = int_attr_list(attrs, "kernel_shape", [])
     nd = len(kernel)
     strides = int_attr_list(attrs, "strides", [1] * nd)
@@ -34,6 +32,8 @@ def read_pool(node: onnx.NodeProto, r: Reading) -> Read:
         return adaptive
     values: dict[str, Any] = {"window": compact(kernel), "stride": compact(strides),
                               "padding": border_of(node, r, attrs, nd)}
+    if attrs.get("ceil_mode", 0):
+        values["ceil_mode"] = True
     if average:
         if any(d != 1 for d in dilations):
             raise r.unreadable(node, "dilations: avg_pool windows are not dilated")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from deepsharp.tensors.ops.windows import output_lengths, same_upper_pads
+from deepsharp.tensors.ops.windows import ceil_pads, output_lengths, same_upper_pads
 from deepsharp_export_onnx.values import Dims
 from deepsharp_export_onnx.write.writers.base import Writing
 
@@ -37,8 +37,10 @@ def window_dims(w: Writing, places: Dims, attrs: dict[str, Any], kernel: Sequenc
             out.append(n if s == 1 else fresh(w, n))
             continue
         if isinstance(n, int):
+            if attrs.get("ceil_mode"):
+                begin, end = ceil_pads([n], [k], [s], [d], [begin, end])
             out.append(output_lengths([n], [k], [s], [d], [begin, end])[0])
-        elif s == 1 and begin + end == (k - 1) * d:
+        elif s == 1 and begin + end == (k - 1) * d:  # (ceil_mode counts alike at stride 1)
             out.append(n)
         else:
             out.append(fresh(w, n))
