@@ -55,7 +55,10 @@ def full(size: Any, fill_value: Any, dtype: Any = None) -> Tensor:
 def _filled(shape: tuple[int, ...], value: Any, dtype: np.dtype) -> Tensor:
     if any(live(s) for s in shape) or live(value):
         return apply("full", shape=shape, value=value, dtype=dtype.str)
-    return Tensor(np.full(shape, value, dtype))
+    try:
+        return Tensor(np.full(shape, value, dtype))
+    except (ValueError, MemoryError, OverflowError) as error:
+        raise OpError(f"cannot make a tensor of shape {shape}: {error}") from None
 
 
 def zeros(*size: Any, dtype: Any = None) -> Tensor:
