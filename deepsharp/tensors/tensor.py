@@ -58,12 +58,23 @@ class Record:
         return f"Record({self.op}, inputs={len(self.inputs)}{', ' if attrs else ''}{attrs})"
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
 def _as_array(value: Any, dtype: Any = None, what: str = "Tensor()") -> np.ndarray:
     """`value` as an array: floats take the default float type, integers int64. Reading a
     tensor's values this way is a read the tracer watches (`what` names it)."""
     if isinstance(value, Tensor):
         value = value._read(what)
-    array = np.asarray(value, dtype=dtype)
+    try:
+        array = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise OpError(f"{what}: cannot hold {_short(value)} as an array: {error}") from None
+    if array.dtype.kind == "O":  # (an integer past int64, ragged lists, objects): no numbers
+        raise OpError(f"{what}: cannot hold {_short(value)} as numbers (numpy reads it as "
+                      f"objects)")
     if dtype is None:
         if array.dtype.kind == "f" and array.dtype != modes.default_float():
             array = array.astype(modes.default_float())

@@ -68,3 +68,32 @@ def test_numpys_refusal_inside_an_operation_names_the_operation():
         Tensor(np.ones(3, np.float32)) * "a"       # (the string is cast to the tensor's type)
     assert str(caught.value) == ("cast: cannot compute on <U1() with to='<f4': could not convert "
                                  "string to float: np.str_('a')")
+
+
+FUNCTIONS = sorted({c.call.split(".")[-1] for c in CASES if not c.call.startswith("x.")})
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_functions_take_a_tensor_first_and_refuse_wrong_kinds_by_name(name):
+    """deepsharp.functional's functions (torch.* and F.* in the fixture): a tensor or a list of
+    them first, then arguments of the wrong kind; only the project's errors come out."""
+    from deepsharp import functional
+
+    function = getattr(functional, name)
+    x = Tensor(np.ones((2, 3), np.float32))
+    raw = []
+    for first in (x, [x, x], "x"):
+        for count in (0, 1, 2):
+            for args in itertools.product(sorted(JUNK), repeat=count):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        function(first, *(JUNK[a]() for a in args))
+                    except DeepsharpError:
+                        pass
+                    except TypeError as error:
+                        if not _arity(error):
+                            raw.append((type(first).__name__, args, f"TypeError: {error}"))
+                    except Exception as error:  # noqa: BLE001 (what the test looks for)
+                        raw.append((type(first).__name__, args, f"{type(error).__name__}: {error}"))
+    assert raw[:3] == []

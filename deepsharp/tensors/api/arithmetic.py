@@ -24,7 +24,10 @@ def sub(x: Any, other: Any, alpha: Any = 1) -> Tensor:
 
 
 def _is_one(alpha: Any) -> bool:
-    return not isinstance(alpha, Tensor) and alpha == 1
+    """Whether alpha is the number 1 (a tensor or another number scales `other`)."""
+    if isinstance(alpha, Tensor):
+        return False
+    return kw.number("alpha", "alpha", alpha) == 1
 
 
 def div(x: Any, other: Any, rounding_mode: Any = None) -> Tensor:
@@ -32,9 +35,9 @@ def div(x: Any, other: Any, rounding_mode: Any = None) -> Tensor:
     (PyTorch's; integers stay integers in both)."""
     if rounding_mode is None:
         return apply("div", x, other)
-    if rounding_mode == "floor":
+    if isinstance(rounding_mode, str) and rounding_mode == "floor":
         return apply("floor_divide", x, other)
-    if rounding_mode == "trunc":
+    if isinstance(rounding_mode, str) and rounding_mode == "trunc":
         return _trunc_divide(x, other)
     raise OpError(f"div: rounding_mode must be None, 'trunc' or 'floor', received "
                   f"{rounding_mode!r}")

@@ -30,7 +30,11 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     """`fill_value` in x's shape, in x's dtype unless `dtype` is given. It carries no gradient."""
     x = as_tensor(x)
     kind = dtype_of("full_like", dtype, x.dtype)
-    return apply("full_like", x, value=np.asarray(fill_value, kind).item(), dtype=kind.str)
+    try:
+        value = np.asarray(fill_value, kind).item()
+    except (TypeError, ValueError, OverflowError):
+        raise OpError(f"full_like: fill_value must be a number, received {fill_value!r}") from None
+    return apply("full_like", x, value=value, dtype=kind.str)
 
 
 def zeros_like(x: Any, dtype: Any = None) -> Tensor:

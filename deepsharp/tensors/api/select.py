@@ -136,7 +136,8 @@ def one_hot(ids: Tensor, num_classes: int = -1) -> Tensor:
     """int64 codes ids.shape + (num_classes,); num_classes -1 takes the largest id + 1 (read from
     the values, so a trace refuses it: give the number)."""
     ids = as_tensor(ids)
-    if int(num_classes) == -1:
+    num_classes = kw.integer("one_hot", "num_classes", num_classes)
+    if num_classes == -1:
         values = ids._read("one_hot(num_classes=-1), which sizes the result by the largest id")
         num_classes = int(values.max()) + 1 if values.size else 0
     return apply("one_hot", ids, depth=int(num_classes))
