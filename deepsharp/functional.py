@@ -3,6 +3,8 @@ composition), so autograd and the tracer see the same record a layer would leave
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any, Sequence
 
 import numpy as np
@@ -10,6 +12,7 @@ import numpy as np
 from deepsharp.errors import OpError, SpecError
 from deepsharp.run import current_run
 from deepsharp.tensors import Tensor, apply
+from deepsharp.tensors.tensor import as_tensor
 from deepsharp.tensors import keywords as kw
 # the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
 from deepsharp.tensors.api.arithmetic import (  # noqa: F401
@@ -92,6 +95,8 @@ def log_softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T (+ bias), weight (out, in) as PyTorch's F.linear (a `dense` layer keeps its
     kernel (in, out): pass `layer.weight.T`)."""
+    if not isinstance(weight, Tensor) or not (bias is None or isinstance(bias, Tensor)):
+        raise OpError("linear: weight and bias must be tensors")
     if weight.ndim != 2 or x.shape[-1:] != weight.shape[1:]:
         raise OpError(f"linear: the weight {weight.shape} must be (out, in) with in = the input's "
                       f"last axis {x.shape[-1:]} (PyTorch's layout)")
@@ -305,3 +310,27 @@ def gru(x: Tensor, weight_ih: Tensor, weight_hh: Tensor, bias_ih: Tensor, bias_h
     """One GRU layer (PyTorch's gates r, z, n; kernels (in, 3H) and (H, 3H)): (y, last state)."""
     extra = () if lengths is None else (lengths,)
     return apply("gru", x, weight_ih, weight_hh, bias_ih, bias_hh, *extra, reverse=int(reverse))
+
+
+# -- the tensor first ------------------------------------------------------------------------------
+def _tensor_first(name: str, fn):
+    """`fn` taking its first argument as PyTorch's functions do: a tensor (a numpy array or a
+    number is made one); anything else (a list of tensors, a string) refused by name, where
+    PyTorch raises a TypeError."""
+
+    @functools.wraps(fn)
+    def checked(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(x, Tensor):
+            if not isinstance(x, (np.ndarray, np.generic, int, float, bool)):
+                raise OpError(f"{name}: its first argument must be a tensor, received "
+                              f"{type(x).__name__}")
+            x = as_tensor(x)
+        return fn(x, *args, **kwargs)
+
+    return checked
+
+
+for _name, _fn in list(globals().items()):
+    if (not _name.startswith("_") and inspect.isfunction(_fn) and _fn.__code__.co_argcount
+            and (_fn.__code__.co_varnames[0] in ("x", "a", "q", "ids") or _name == "lerp")):
+        globals()[_name] = _tensor_first(_name, _fn)

@@ -9,7 +9,10 @@ the rank, as PyTorch and numpy check them: an axis out of range is an error, nev
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
+
+import numpy as np
 
 from deepsharp.errors import OpError
 
@@ -32,14 +35,20 @@ def floating(op: str, x: Any) -> None:
 
 
 def keep(op: str, keepdim: Any, keepdims: Any) -> bool:
-    return bool(either(op, "keepdim", keepdim, "keepdims", keepdims, False))
+    value = either(op, "keepdim", keepdim, "keepdims", keepdims, False)
+    if not isinstance(value, (bool, int, np.bool_, np.integer)) or value not in (0, 1):
+        raise OpError(f"{op}: keepdim must be True or False, received {value!r}")
+    return bool(value)
 
 
 def axis(op: str, value: Any, ndim: int) -> int:
     """One axis in 0..ndim-1 (a negative one counts from the end)."""
-    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
-        raise OpError(f"{op}: dim must be an integer, received {value!r}")
-    value = int(value)
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)  # (an int, a numpy integer, a 0-d integer tensor)
+    except (TypeError, ValueError):
+        raise OpError(f"{op}: dim must be an integer, received {value!r}") from None
     extent = max(ndim, 1)  # a 0-d tensor takes dim 0 or -1, as in PyTorch
     if not -extent <= value < extent:
         raise OpError(f"{op}: dim {value} is out of range for a tensor of rank {ndim} "
@@ -67,3 +76,36 @@ def one_dim(op: str, dim: Any, axis_: Any, ndim: int, default: Any = None) -> in
     """The one axis an operation runs along (None when neither is given and no default)."""
     value = either(op, "dim", dim, "axis", axis_, default)
     return None if value is None else axis(op, value, ndim)
+
+
+def flag(op: str, name: str, value: Any) -> bool:
+    """A True/False argument (PyTorch takes a bool there; 0 and 1 read as one)."""
+    if not isinstance(value, (bool, int, np.bool_, np.integer)) or value not in (0, 1):
+        raise OpError(f"{op}: {name} must be True or False, received {value!r}")
+    return bool(value)
+
+
+def integer(op: str, name: str, value: Any) -> int:
+    """An integer argument (a numpy integer or a 0-d integer tensor too), never a bool."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
+    except (TypeError, ValueError):
+        raise OpError(f"{op}: {name} must be an integer, received {value!r}") from None
+
+
+def number(op: str, name: str, value: Any) -> float:
+    """A real number argument, as a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
+            or isinstance(value, np.complexfloating):
+        raise OpError(f"{op}: {name} must be a number, received {value!r}")
+    return float(value)
+
+
+def tensor_like(op: str, name: str, value: Any) -> Any:
+    """An argument whose shape or dtype is taken (expand_as, view_as, type_as): a tensor."""
+    if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+        raise OpError(f"{op}: {name} must be a tensor, received {type(value).__name__}")
+    return value
+

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from deepsharp.errors import OpError
+from deepsharp.tensors import keywords as kw
 from deepsharp.tensors import api  # the submodules are bound once deepsharp.tensors is imported
 from deepsharp.tensors.symint import UNROLLED, SymInt, plain
 
@@ -231,9 +232,11 @@ class TensorMethods:
     def movedim(self, source, destination): return api.shape.movedim(self, source, destination)
     moveaxis = movedim
     def expand(self, *sizes): return api.shape.expand(self, *sizes)
-    def expand_as(self, other): return api.shape.expand(self, other.shape)
+    def expand_as(self, other):
+        return api.shape.expand(self, kw.tensor_like("expand_as", "other", other).shape)
     def view(self, *shape): return api.shape.view(self, *shape)
-    def view_as(self, other): return self.reshape(other.shape)
+    def view_as(self, other):
+        return self.reshape(kw.tensor_like("view_as", "other", other).shape)
     reshape_as = view_as
 
     def flatten(self, start_dim=0, end_dim=-1):
@@ -310,7 +313,7 @@ class TensorMethods:
         wanted = api.build.dtype_of("to", target, None)
         return self if wanted == self.dtype else self.astype(wanted)
 
-    def type_as(self, other): return self.to(other.dtype)
+    def type_as(self, other): return self.to(kw.tensor_like("type_as", "other", other).dtype)
     def float(self): return self.to(np.float32)
     def double(self): return self.to(np.float64)
     def long(self): return self.to(np.int64)

@@ -58,12 +58,23 @@ class Record:
         return f"Record({self.op}, inputs={len(self.inputs)}{', ' if attrs else ''}{attrs})"
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
 def _as_array(value: Any, dtype: Any = None, what: str = "Tensor()") -> np.ndarray:
     """`value` as an array: floats take the default float type, integers int64. Reading a
     tensor's values this way is a read the tracer watches (`what` names it)."""
     if isinstance(value, Tensor):
         value = value._read(what)
-    array = np.asarray(value, dtype=dtype)
+    try:
+        array = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise OpError(f"{what}: cannot hold {_short(value)} as an array: {error}") from None
+    if array.dtype.kind == "O":  # (an integer past int64, ragged lists, objects): no numbers
+        raise OpError(f"{what}: cannot hold {_short(value)} as numbers (numpy reads it as "
+                      f"objects)")
     if dtype is None:
         if array.dtype.kind == "f" and array.dtype != modes.default_float():
             array = array.astype(modes.default_float())
@@ -191,16 +202,31 @@ class Tensor(TensorMethods):
         return array if dtype is None else array.astype(dtype)
 
     def __bool__(self) -> bool:
-        return bool(self._read("__bool__"))
+        return bool(self._one("__bool__", "Boolean value of Tensor with more than one value is "
+                                          "ambiguous (PyTorch's words too): use .any() or .all()"))
 
     def __float__(self) -> float:
-        return float(self._read("__float__"))
+        return float(self._one("__float__", "only one element tensors can be converted to "
+                                            "Python scalars"))
 
     def __int__(self) -> int:
-        return int(self._read("__int__"))
+        return int(self._one("__int__", "only one element tensors can be converted to Python "
+                                        "scalars"))
 
     def __index__(self) -> int:
-        return int(self._read("__index__"))
+        value = self._read("__index__")
+        if value.size != 1 or value.dtype.kind not in "iu":
+            # (a TypeError, as Python's protocol asks of what is no index, and as PyTorch's)
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(value.reshape(()).item())
+
+    def _one(self, what: str, refusal: str) -> Any:
+        """The one value of a tensor of one element (a Python number), or OpError."""
+        value = self._read(what)
+        if value.size != 1:
+            raise OpError(f"{what}: {refusal}; this tensor has shape {tuple(value.shape)}")
+        return value.reshape(()).item()
 
     # -- in-place writes: recorded when autograd or a trace needs them (inplace.py) ----------
     def fill_(self, value: Any) -> "Tensor":
@@ -336,6 +362,17 @@ def _cast(tensor: Tensor, dtype: np.dtype) -> Tensor:
     return apply("cast", tensor, to=np.dtype(dtype).str)
 
 
+def _refused(op: str, tensors: tuple, attrs: dict, error: BaseException) -> OpError:
+    """What numpy raised inside a primitive's forward rule, as the project's error naming the
+    operation, its operands and settings (a public entry point raises only the project's errors;
+    the rules check what they can name better themselves)."""
+    operands = ", ".join(f"{t.dtype}{tuple(t.shape)}" for t in tensors)
+    settings = ", ".join(f"{k}={v!r}" for k, v in attrs.items())
+    text = str(error) or type(error).__name__
+    return OpError(f"{op}: cannot compute on {operands or 'no operands'}"
+                   f"{' with ' + settings if settings else ''}: {text[:200]}")
+
+
 def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     """Run primitive `op` on `inputs`, recording it when gradients or a trace need it."""
     # (list comprehensions and the context variables read directly: this runs for every
@@ -355,7 +392,11 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
     sized = hook is not None and holds_live(attrs)
     if sized:  # sizes read from symbolic axes: the trace refuses those the op keeps as numbers
         hook.on_sizes(op, attrs)
-    out, saved = prim.forward(*[t._data for t in tensors], **attrs)
+    try:
+        out, saved = prim.forward(*[t._data for t in tensors], **attrs)
+    except (TypeError, ValueError, IndexError, OverflowError, MemoryError,
+            AttributeError) as error:  # (numpy's, on operands of a kind the rule takes not)
+        raise _refused(op, tensors, attrs, error) from None
     outs = out if prim.outputs > 1 else (out,)
     results = tuple([Tensor._wrap(o) for o in outs])
     share_views(tensors, outs, results, op, attrs)

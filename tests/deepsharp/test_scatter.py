@@ -106,3 +106,25 @@ def test_index_put_refusals_name_the_argument(call, message):
     with pytest.raises(OpError) as caught:
         call(Tensor(np.ones((2, 3), np.float32)))
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: x[Tensor(np.array([0, 1])), Tensor(np.array([0, 1, 2]))],
+     "indexing: index arrays of shapes (2,), (3,) cannot be broadcast together"),
+    (lambda x: x.index_put((Tensor(np.array([0, 1])), Tensor(np.array([0, 1, 2]))),
+                           Tensor(np.float32(1))),
+     "index_put: index arrays of shapes (2,), (3,) cannot be broadcast together"),
+    (lambda x: (x * 1.0).__setitem__(([0, 1], [0, 1, 2]), 1.0),
+     "index_put: index arrays of shapes (2,), (3,) cannot be broadcast together"),
+    (lambda x: x.masked_select(Tensor(np.array([True, False]))),
+     "masked_select: the mask (2,) cannot be broadcast with the input (2, 3)"),
+    (lambda x: x.scatter_reduce(1, Tensor(np.zeros((2, 3), np.int64)), x, "sum",
+                                include_self="no"),
+     "scatter_reduce: include_self must be True or False, received 'no'"),
+    (lambda x: x.nonzero(as_tuple="yes"), "nonzero: as_tuple must be True or False"),
+])
+def test_index_arrays_and_flags_that_do_not_fit_are_refused_by_name(call, message):
+    x = Tensor(np.ones((2, 3), np.float32), requires_grad=True)
+    with pytest.raises(OpError) as caught:
+        call(x)
+    assert message in str(caught.value)

@@ -24,7 +24,10 @@ def sub(x: Any, other: Any, alpha: Any = 1) -> Tensor:
 
 
 def _is_one(alpha: Any) -> bool:
-    return not isinstance(alpha, Tensor) and alpha == 1
+    """Whether alpha is the number 1 (a tensor or another number scales `other`)."""
+    if isinstance(alpha, Tensor):
+        return False
+    return kw.number("alpha", "alpha", alpha) == 1
 
 
 def div(x: Any, other: Any, rounding_mode: Any = None) -> Tensor:
@@ -32,9 +35,9 @@ def div(x: Any, other: Any, rounding_mode: Any = None) -> Tensor:
     (PyTorch's; integers stay integers in both)."""
     if rounding_mode is None:
         return apply("div", x, other)
-    if rounding_mode == "floor":
+    if isinstance(rounding_mode, str) and rounding_mode == "floor":
         return apply("floor_divide", x, other)
-    if rounding_mode == "trunc":
+    if isinstance(rounding_mode, str) and rounding_mode == "trunc":
         return _trunc_divide(x, other)
     raise OpError(f"div: rounding_mode must be None, 'trunc' or 'floor', received "
                   f"{rounding_mode!r}")
@@ -101,7 +104,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: Any = False, 
 
 
 def _order(op: str, p: Any, axes: tuple[int, ...]) -> float:
-    if p == "fro":
+    if isinstance(p, str) and p == "fro":
         if len(axes) > 2:
             raise OpError(f"{op}: p='fro' takes at most two dims, received {len(axes)}")
         return 2
@@ -175,9 +178,9 @@ def nan_to_num(x: Tensor, nan: float = 0.0, posinf: Any = None, neginf: Any = No
     if x.dtype.kind != "f":
         return apply("copy", x)
     info = np.finfo(x.dtype)
-    high = info.max if posinf is None else posinf
-    low = info.min if neginf is None else neginf
-    y = apply("where", apply("isnan", x), float(nan), x)
+    high = info.max if posinf is None else kw.number("nan_to_num", "posinf", posinf)
+    low = info.min if neginf is None else kw.number("nan_to_num", "neginf", neginf)
+    y = apply("where", apply("isnan", x), kw.number("nan_to_num", "nan", nan), x)
     y = apply("where", apply("equal", x, math.inf), float(high), y)
     return apply("where", apply("equal", x, -math.inf), float(low), y)
 
@@ -189,7 +192,11 @@ def cross(a: Tensor, b: Any, dim: Any = None) -> Tensor:
     from deepsharp.tensors.api.join import stack
 
     b = as_tensor(b, like=a._data)
-    shape = np.broadcast_shapes(a._data.shape, b._data.shape)
+    try:
+        shape = np.broadcast_shapes(a._data.shape, b._data.shape)
+    except ValueError:
+        raise OpError(f"cross: the operands {a._data.shape} and {b._data.shape} cannot be "
+                      f"broadcast together") from None
     if dim is None:
         dim = next((d for d, n in enumerate(shape) if n == 3), None)
         if dim is None:

@@ -30,7 +30,11 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     """`fill_value` in x's shape, in x's dtype unless `dtype` is given. It carries no gradient."""
     x = as_tensor(x)
     kind = dtype_of("full_like", dtype, x.dtype)
-    return apply("full_like", x, value=np.asarray(fill_value, kind).item(), dtype=kind.str)
+    try:
+        value = np.asarray(fill_value, kind).item()
+    except (TypeError, ValueError, OverflowError):
+        raise OpError(f"full_like: fill_value must be a number, received {fill_value!r}") from None
+    return apply("full_like", x, value=value, dtype=kind.str)
 
 
 def zeros_like(x: Any, dtype: Any = None) -> Tensor:
@@ -55,7 +59,10 @@ def full(size: Any, fill_value: Any, dtype: Any = None) -> Tensor:
 def _filled(shape: tuple[int, ...], value: Any, dtype: np.dtype) -> Tensor:
     if any(live(s) for s in shape) or live(value):
         return apply("full", shape=shape, value=value, dtype=dtype.str)
-    return Tensor(np.full(shape, value, dtype))
+    try:
+        return Tensor(np.full(shape, value, dtype))
+    except (ValueError, MemoryError, OverflowError) as error:
+        raise OpError(f"cannot make a tensor of shape {shape}: {error}") from None
 
 
 def zeros(*size: Any, dtype: Any = None) -> Tensor:

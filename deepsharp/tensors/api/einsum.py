@@ -59,6 +59,9 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     """The sum of products `equation` names: `einsum("ij,jk->ik", a, b)` is a @ b,
     `"bij,bjk->bik"` a batched product, `"i,j->ij"` the outer product, `"ii->"` the trace.
     Operands may also come as one list (PyTorch's form)."""
+    if not isinstance(equation, str):
+        raise OpError(f"einsum: the equation comes first, as a string, received "
+                      f"{type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     tensors = [as_tensor(o) for o in operands]

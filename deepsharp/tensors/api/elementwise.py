@@ -27,8 +27,14 @@ def clamp(x: Tensor, min: Any = None, max: Any = None, *, a_min: Any = None,
 def _bound(x: Tensor, bound: Any) -> Tensor:
     if isinstance(bound, Tensor):
         return bound
-    return Tensor(np.asarray(bound, dtype=x.dtype if x.dtype.kind == "f" or
-                             np.asarray(bound).dtype.kind in "iub" else None))
+    try:
+        given = np.asarray(bound)
+        if given.dtype.kind not in "iubf":
+            raise TypeError
+        return Tensor(np.asarray(bound, dtype=x.dtype if x.dtype.kind == "f" or
+                                 given.dtype.kind in "iub" else None))
+    except (TypeError, ValueError):
+        raise OpError(f"clamp: a bound must be a number or a tensor, received {bound!r}") from None
 
 
 def comparable(other: Any) -> bool:

@@ -78,7 +78,8 @@ def split(x: Tensor, split_size_or_sections: Any, dim: Any = None, *, axis: Any 
 def chunk(x: Tensor, chunks: int, dim: Any = None, *, axis: Any = None) -> tuple[Tensor, ...]:
     """PyTorch's chunk: pieces of ceil(size / chunks) (fewer pieces when they run out)."""
     _no_sizes("chunk", chunks)
-    if int(chunks) <= 0:
+    chunks = kw.integer("chunk", "chunks", chunks)
+    if chunks <= 0:
         raise OpError(f"chunk: chunks must be positive, received {chunks}")
     at = kw.one_dim("chunk", dim, axis, x.ndim, default=0)
     size = x._data.shape[at]

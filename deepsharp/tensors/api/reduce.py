@@ -54,7 +54,7 @@ def _extreme(op: str, x, dim, keepdim, axis, keepdims):
         return apply("maximum" if op == "max" else "minimum", x, dim)
     given = kw.either(op, "dim", dim, "axis", axis)
     if given is None:
-        if keepdim or keepdims:
+        if kw.keep(op, keepdim, keepdims):
             raise OpError(f"{op}: keepdim needs a dim (PyTorch's {op}() of everything gives a "
                           f"0-d tensor)")
         return apply("max" if op == "max" else "min", x, axes=tuple(range(x.ndim)), keepdims=0)
@@ -105,9 +105,10 @@ def _correction(op: str, unbiased: Any, correction: Any, ddof: Any) -> float:
         raise OpError(f"{op}: give one of unbiased, correction and ddof, received "
                       f"{', '.join(f'{k}={v!r}' for k, v in given.items())}")
     if unbiased is not None:
-        return 1.0 if unbiased else 0.0
-    value = correction if correction is not None else ddof if ddof is not None else 1
-    return float(value)
+        return 1.0 if kw.flag(op, "unbiased", unbiased) else 0.0
+    if correction is not None:
+        return kw.number(op, "correction", correction)
+    return 1.0 if ddof is None else kw.number(op, "ddof", ddof)
 
 
 def var(x, dim=None, unbiased=None, keepdim=None, *, correction=None, axis=None, keepdims=None,

@@ -86,7 +86,13 @@ def masked_fill(x: Tensor, mask: Any, value: Any) -> Tensor:
         if value.dtype != x.dtype:
             value = value.astype(x.dtype)
     else:
-        value = Tensor(np.asarray(value, dtype=x.dtype))
+        try:
+            if not isinstance(value, (bool, np.bool_)):  # (a number taken as it is, not a float)
+                kw.number("masked_fill", "value", value)
+            value = Tensor(np.asarray(value, dtype=x.dtype))
+        except (TypeError, ValueError, OpError):
+            raise OpError(f"masked_fill: value must be a number or a 0-d tensor, received "
+                          f"{value!r}") from None
     result = apply("where", mask, value, x)
     if result.shape != x.shape:
         raise OpError(f"masked_fill: the mask {mask.shape} must broadcast to the tensor's shape "
@@ -103,9 +109,11 @@ def topk(x: Tensor, k: int, dim: Any = None, largest: bool = True, sorted: bool 
         k.fixed(f"topk(k={k!r})", "a graph has a fixed number of entries where k is a number; "
                 "to order the whole axis use sort")
     size = x.shape[at] if x.ndim else 1
-    if not 0 <= int(k) <= size:
+    k = kw.integer("topk", "k", k)
+    if not 0 <= k <= size:
         raise OpError(f"topk: k={k} is outside 0..{size} (the size of dim {at})")
-    values, indices = apply("topk", x, k=int(k), axis=at, largest=int(bool(largest)))
+    values, indices = apply("topk", x, k=k, axis=at,
+                            largest=int(kw.flag("topk", "largest", largest)))
     return ValuesIndices(values, indices)
 
 
@@ -114,7 +122,8 @@ def sort(x: Tensor, dim: Any = None, descending: bool = False, stable: bool = Fa
     """(values, indices) sorted along `dim`; equal values always keep their order (PyTorch's
     stable=True, which its default allows)."""
     at = kw.one_dim("sort", dim, axis, x.ndim, default=-1)
-    values, indices = apply("sort", x, axis=at, descending=int(bool(descending)))
+    values, indices = apply("sort", x, axis=at,
+                            descending=int(kw.flag("sort", "descending", descending)))
     return ValuesIndices(values, indices)
 
 
@@ -127,7 +136,8 @@ def one_hot(ids: Tensor, num_classes: int = -1) -> Tensor:
     """int64 codes ids.shape + (num_classes,); num_classes -1 takes the largest id + 1 (read from
     the values, so a trace refuses it: give the number)."""
     ids = as_tensor(ids)
-    if int(num_classes) == -1:
+    num_classes = kw.integer("one_hot", "num_classes", num_classes)
+    if num_classes == -1:
         values = ids._read("one_hot(num_classes=-1), which sizes the result by the largest id")
         num_classes = int(values.max()) + 1 if values.size else 0
     return apply("one_hot", ids, depth=int(num_classes))
@@ -145,7 +155,7 @@ def triu(x: Tensor, diagonal: int = 0) -> Tensor:
 def _trilu(op: str, x: Tensor, diagonal: int, upper: int) -> Tensor:
     if x.ndim < 2:
         raise OpError(f"{op}: needs a tensor of rank 2 or more, received rank {x.ndim}")
-    return apply("trilu", x, upper=upper, k=int(diagonal))
+    return apply("trilu", x, upper=upper, k=kw.integer(op, "diagonal", diagonal))
 
 
 def scatter_add(x: Tensor, dim: Any, index: Any, src: Any) -> Tensor:
@@ -199,6 +209,9 @@ def scatter_reduce(x: Tensor, dim: Any, index: Any, src: Any, reduce: str, *,
                                        if reduce == "prod" else ""))
     if not isinstance(src, Tensor):
         raise OpError(f"scatter_reduce: src must be a tensor, received {type(src).__name__}")
+    if not isinstance(include_self, (bool, np.bool_)):
+        raise OpError(f"scatter_reduce: include_self must be True or False, received "
+                      f"{include_self!r}")
     return _scatter("scatter_reduce", x, dim, index, src, reduce, include_self)
 
 
@@ -283,6 +296,8 @@ def nonzero(x: Tensor, *, as_tuple: Any = False) -> Any:
     """PyTorch's nonzero: the positions of x's non-zero entries (NaN is non-zero), in row-major
     order, as an int64 (count, rank) tensor, or with as_tuple=True one int64 tensor per axis. Its
     size is read from the values, so a trace refuses it; no gradient, as PyTorch has none."""
+    if not isinstance(as_tuple, (bool, np.bool_)):
+        raise OpError(f"nonzero: as_tuple must be True or False, received {as_tuple!r}")
     values = x._read("nonzero(), whose result's size is read from the values")
     places = np.argwhere(values).astype(np.int64)
     if as_tuple:
@@ -303,7 +318,11 @@ def masked_select(x: Tensor, mask: Any) -> Tensor:
     mask = as_tensor(mask)
     if mask.dtype != np.bool_:
         raise OpError(f"masked_select: the mask must be a bool tensor, received {mask.dtype}")
-    shape = np.broadcast_shapes(tuple(x.shape), tuple(mask.shape))
+    try:
+        shape = np.broadcast_shapes(tuple(x.shape), tuple(mask.shape))
+    except ValueError:
+        raise OpError(f"masked_select: the mask {tuple(mask.shape)} cannot be broadcast with the "
+                      f"input {tuple(x.shape)}") from None
     x = x if tuple(x.shape) == shape else x.expand(*shape)
     mask = mask if tuple(mask.shape) == shape else mask.expand(*shape)
     return x[mask]
@@ -315,6 +334,9 @@ def unique(x: Tensor, sorted: Any = True, return_inverse: Any = False,
     PyTorch leaves the order open), with the inverse (each entry's place among them, in the
     input's shape) and the counts when asked; with dim, the distinct slices along it. Its size is
     read from the values, so a trace refuses it (no gradient, as PyTorch has none)."""
+    for name, value in (("sorted", sorted), ("return_inverse", return_inverse),
+                        ("return_counts", return_counts)):
+        kw.flag("unique", name, value)
     values = x._read("unique(), whose result's size is read from the values")
     axis = None if dim is None else kw.axis("unique", dim, x.ndim)
     found, inverse, counts = np.unique(values, return_inverse=True, return_counts=True, axis=axis)

@@ -21,6 +21,18 @@ def check_range(op: str, indices: np.ndarray, size: int, where: str) -> None:
         raise OpError(f"{op}: index {int(bad)} is out of range for {where} of size {size}")
 
 
+def check_indices(op: str, a: np.ndarray, indices) -> None:
+    """Integer index arrays into a's first axes: in range, and broadcastable together."""
+    for axis, index in enumerate(indices):
+        check_range(op, index, a.shape[axis], f"axis {axis}")
+    try:
+        np.broadcast_shapes(*(index.shape for index in indices))
+    except ValueError:
+        shapes = ", ".join(str(index.shape) for index in indices)
+        raise OpError(f"{op}: index arrays of shapes {shapes} cannot be broadcast together") \
+            from None
+
+
 def check_scatter(op: str, a: np.ndarray, index: np.ndarray, src: np.ndarray, axis: int) -> None:
     """A scatter's operands as PyTorch takes them: index of a's rank and src's, no larger than
     src on any axis nor than a off `axis`, its values inside a's `axis`."""
@@ -65,8 +77,7 @@ class IndexND:
     the result is their broadcast shape, then a's remaining axes (ONNX GatherND)."""
 
     def forward(a, *indices):
-        for axis, index in enumerate(indices):
-            check_range("indexing", index, a.shape[axis], f"axis {axis}")
+        check_indices("indexing", a, indices)
         return a[tuple(indices)], None
 
     def backward(grad, saved, a, *indices):
@@ -197,8 +208,7 @@ class IndexPut:
     broadcast along."""
 
     def forward(a, values, *indices, accumulate):
-        for axis, index in enumerate(indices):
-            check_range("index_put", index, a.shape[axis], f"axis {axis}")
+        check_indices("index_put", a, indices)
         region = a[tuple(indices)].shape
         try:
             spread = np.broadcast_to(values, region)
