@@ -29,7 +29,8 @@ def deepsharp_epoch(threads: int = 1):
 
     network = (Sequential().conv2d(32, 3).relu().max_pool2d(2).conv2d(64, 3).relu().max_pool2d(2)
                .flatten().dense(128).relu().dense(10)).lower(Shape(28, 28, 1), RandomStream(0))
-    return deepsharp_trainer(network, CrossEntropy(), *_data(), BATCH, threads)
+    # two threads: the conv blocks' own work split in two (the numbers of one thread)
+    return deepsharp_trainer(network, CrossEntropy(), *_data(), BATCH, threads, split="kernels")
 
 
 def torch_epoch(best: bool = False):

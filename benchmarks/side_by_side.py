@@ -267,10 +267,11 @@ def torch_recurrent(torch, recurrent, width: int, last):
     return Model()
 
 
-def deepsharp_trainer(network, loss, x, y, batch: int, threads: int, lr: float = 1e-3):
+def deepsharp_trainer(network, loss, x, y, batch: int, threads: int, lr: float = 1e-3,
+                      split: str = "batch"):
     """One epoch of `network.fit` (Adam, a new order each epoch: the path a user takes); inside
-    `data_parallel(threads)` (2: the batch split on two threads; 1: as a user runs it by
-    default)."""
+    `data_parallel(threads, split)` (2: the batch, or the largest kernels' work, split on two
+    threads; 1: as a user runs it by default)."""
     from deepsharp import Adam
     from deepsharp.parallel import data_parallel
 
@@ -278,7 +279,7 @@ def deepsharp_trainer(network, loss, x, y, batch: int, threads: int, lr: float =
     seeds = iter(range(1_000_000))
 
     def epoch() -> float:
-        with data_parallel(threads):
+        with data_parallel(threads, split=split):
             history = network.fit(x, y, loss=loss, optimizer=optimizer, batch_size=batch,
                                   seed=next(seeds), progress=False)
         return history[-1]["loss"]

@@ -22,6 +22,7 @@ from deepsharp.arguments import flag, instance, number
 from deepsharp.compiled import kernel
 from deepsharp.errors import SpecError, StateError, TrainingError
 from deepsharp.module import Parameter
+from deepsharp.tensors.ops.two_threads import in_halves
 from deepsharp.schedules import Schedule
 
 
@@ -250,8 +251,9 @@ class Adam(Optimizer):
         if compiled is not None:  # the same operations in one compiled pass (deepsharp.compiled)
             compiled(g, m, v, work, *(dt.type(c) for c in (
                 1 - b1, 1 - b2, b2, math.sqrt(1 - b2 ** t), self.eps, self.lr / (1 - b1 ** t))))
-        else:
-            _adam_numpy(g, m, v, work, b1, b2, t, self.lr, self.eps)
+        else:  # elementwise: inside data_parallel(2), two halves on two threads at once
+            in_halves(lambda s: _adam_numpy(g[s], m[s], v[s], work[s], b1, b2, t, self.lr,
+                                            self.eps), len(g))
         for (_, p), part in zip(live, flat.work_views):
             p._data -= part
         return True

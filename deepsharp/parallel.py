@@ -28,14 +28,23 @@ Only a `Network` whose layers treat each example on its own can be split this wa
 mixes the examples of a batch (batch normalisation's batch statistics) would compute other
 numbers, and a Module written as code cannot be vouched for; both are refused with an error
 naming why. `threadpoolctl` is the optional extra `deepsharp[parallel]`.
+
+`data_parallel(2, split="kernels")` splits the work the other way: one pass over the whole batch
+on the calling thread, as at one thread, while the largest kernels hand half of their own work
+to the worker (deepsharp.tensors.ops.two_threads): `conv_relu_max_pool`'s Winograd runs (forward
+and back, the kernel's gradient summed run by run in order), its direct product (split where
+OpenBLAS's blocks of rows meet), its max, bias, relu and gradient routing (row by row), a large
+dense layer's two gradient products (the input's on the worker) and Adam's flat update
+(elementwise). Every operation is the one thread's, on the same numbers in
+the same order, so the results are one thread's bit for bit (tests/deepsharp/test_parallel.py),
+any network can run so (nothing is split across examples), and the Python and autograd work runs
+once, not once per share; what is not split (other layers, Python) runs on one core. Adam's
+update is split under either split, outside the shares.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
-from concurrent.futures import ThreadPoolExecutor
-from contextvars import ContextVar
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -45,21 +54,26 @@ from deepsharp.module import Module
 from deepsharp.run import current_run, running
 from deepsharp.tensors import Tensor
 from deepsharp.tensors.autograd import leaf_sink
+from deepsharp.tensors.ops.two_threads import SPLITS, in_share, on_worker, split_var, threads_var
 
 # layers whose training pass mixes the examples of a batch: a share would see other statistics
 MIXES_EXAMPLES = frozenset({"batch_norm"})
 
-_threads: ContextVar[int] = ContextVar("deepsharp_data_parallel", default=1)
-_POOL: ThreadPoolExecutor | None = None
+_threads = threads_var
 
 Pass = Callable[[slice], tuple[Tensor, Any]]
 
 
 @contextlib.contextmanager
-def data_parallel(threads: int = 2) -> Iterator[None]:
-    """Train on `threads` cores (1 or 2) inside the block; see the module's docstring."""
+def data_parallel(threads: int = 2, split: str = "batch") -> Iterator[None]:
+    """Train on `threads` cores (1 or 2) inside the block, splitting each batch in two shares
+    of rows (`split="batch"`) or the largest kernels' work (`split="kernels"`: the numbers of one
+    thread, bit for bit); see the module's docstring."""
     if threads not in (1, 2) or isinstance(threads, bool):
         raise SpecError(f"data_parallel: threads must be 1 or 2, received {threads!r}")
+    if split not in SPLITS:
+        raise SpecError(f"data_parallel: split must be one of {', '.join(SPLITS)}, received "
+                        f"{split!r}")
     if threads == 1:
         yield
         return
@@ -69,10 +83,11 @@ def data_parallel(threads: int = 2) -> Iterator[None]:
         raise SpecError("data_parallel: two threads need threadpoolctl to hold numpy's BLAS at "
                         "one thread per share (pip install 'deepsharp[parallel]')") from None
     with threadpool_limits(limits=1, user_api="blas"):
-        token = _threads.set(threads)
+        token, split_token = _threads.set(threads), split_var.set(split)
         try:
             yield
         finally:
+            split_var.reset(split_token)
             _threads.reset(token)
 
 
@@ -105,20 +120,15 @@ def forward_backward(module: Module, run_rows: Pass, size: int) -> tuple[float, 
     in dicts and tuples. Two shares' payloads are joined (arrays concatenated, numbers weighted by
     rows). Leaf gradients accumulate into `.grad` as one `backward` would.
     """
-    if _threads.get() == 1 or size < 2:
+    if _threads.get() == 1 or split_var.get() == "kernels" or size < 2:
         value, payload = run_rows(slice(0, size))
         value.backward()
         return float(value._data), payload
     check_splittable(module)
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(1, thread_name_prefix="deepsharp-parallel")
     run = current_run()
     half = (size + 1) // 2
     shares = (slice(0, half), slice(half, size))
-    # the worker runs in a copy of this thread's context: the same modes (no_grad, float64,
-    # compiled kernels) as the calling thread
-    other = _POOL.submit(contextvars.copy_context().run, _share, run, run_rows, shares[1], size)
+    other = on_worker(_share, run, run_rows, shares[1], size)
     mine = _share(run, run_rows, shares[0], size)
     theirs = other.result()
     _merge(mine[2], theirs[2])
@@ -142,20 +152,32 @@ def _join(first: Any, second: Any, weights: tuple[float, float]) -> Any:
 def _share(run: Any, run_rows: Pass, rows: slice, size: int):
     """One share's pass: forward, and backward weighted by its share of the rows, into a sink."""
     sink: dict[int, tuple[Tensor, np.ndarray]] = {}
-    token = leaf_sink.set(sink)
+    token, share_token = leaf_sink.set(sink), in_share.set(True)
     try:
         with running(run.random, run.step, (rows, size)):
             value, payload = run_rows(rows)
         value.backward(np.asarray((rows.stop - rows.start) / size, value.dtype))
     finally:
+        in_share.reset(share_token)
         leaf_sink.reset(token)
     return float(value._data), payload, sink
 
 
 def _merge(first: dict, second: dict) -> None:
-    """Leaf gradients: the first share's plus the second's, accumulated into `.grad`."""
+    """Leaf gradients: the first share's plus the second's, accumulated into `.grad`; a sum
+    into an empty `.grad` is written in the parameter's place in its optimizer's gradient buffer
+    when it has one (`_grad_home`, as a backward rule's `grad_out` is), so the step reads it
+    there instead of copying it in."""
     for key in first.keys() | second.keys():
         parts = [sink[key] for sink in (first, second) if key in sink]
         tensor = parts[0][0]
-        total = parts[0][1] if len(parts) == 1 else parts[0][1] + parts[1][1]
+        if len(parts) == 1:
+            total = parts[0][1]
+        else:
+            home = getattr(tensor, "_grad_home", None) if tensor.grad is None else None
+            usable = (home is not None and home.shape == tensor.shape
+                      and home.dtype == parts[0][1].dtype == parts[1][1].dtype)
+            total = np.add(parts[0][1], parts[1][1], out=home if usable else None)
+            if usable:
+                tensor._grad_home = None  # used once, as autograd does
         tensor.grad = total if tensor.grad is None else tensor.grad + total

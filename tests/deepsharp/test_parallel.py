@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
-from deepsharp import SGD, CrossEntropy, Module, RandomStream, Sequential, Shape, TrainingError
+from deepsharp import SGD, Adam, CrossEntropy, Module, RandomStream, Sequential, Shape, TrainingError
 from deepsharp.errors import SpecError
 from deepsharp.parallel import data_parallel, forward_backward, threads
 from deepsharp.random import RandomStream as Stream
 from deepsharp.run import current_run, running
-from deepsharp.tensors import Tensor
+from deepsharp.tensors import Tensor, apply
+from deepsharp.tensors.ops import conv_pool, linalg, two_threads, winograd
 
 # float summation order only: a product over two shares of rows against one over all of them
 RTOL = 1e-5
@@ -110,3 +111,125 @@ def test_refusals_name_the_reason():
 
     with data_parallel(2), pytest.raises(TrainingError, match="only a Network"):
         Code().fit(x, y, loss=CrossEntropy(), optimizer=SGD(0.1), batch_size=8, progress=False)
+
+
+def _cnn():
+    """A first block of one input channel (the direct product) and a second of 24 (Winograd)."""
+    return (Sequential().conv2d(24, 3).relu().max_pool2d(2).conv2d(8, 3).relu().max_pool2d(2)
+            .flatten().dense(16).relu().dense(3)).lower(Shape(16, 16, 1), RandomStream(0))
+
+
+def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypatch):
+    """data_parallel(2, split="kernels"): the products, the Winograd runs, the routing, the dense
+    layers' two gradient products and Adam's update in two halves at once, the numbers of one thread exactly (the runs' sums added in
+    order; the direct product split where OpenBLAS's blocks of rows meet)."""
+    monkeypatch.setattr(winograd, "CHUNK_TILES", 16)  # four images a run: several runs to split
+    monkeypatch.setattr(conv_pool, "SPLIT_VALUES", 1)  # the max, bias and relu split too
+    monkeypatch.setattr(linalg, "SPLIT_PRODUCT", 1)  # and the dense layers' two products
+    generator = np.random.default_rng(4)
+    x = generator.standard_normal((30, 16, 16, 1)).astype(np.float32)
+    y = generator.integers(0, 3, 30)
+    calls = []
+    work = two_threads.on_worker
+    monkeypatch.setattr(two_threads, "on_worker", lambda *a: calls.append(1) or work(*a))
+    states = []
+    for count in (1, 2):  # one thread: BLAS's too, as data_parallel(2) holds it
+        network = _cnn()
+        with threadpool_limits(1, "blas"), data_parallel(count, split="kernels"):
+            network.fit(x, y, loss=CrossEntropy(), optimizer=Adam(1e-2), batch_size=20,
+                        epochs=2, seed=5, progress=False)
+        states.append(network.state_dict())
+    assert calls  # the worker took its halves
+    for name, value in states[0].items():
+        assert np.array_equal(states[1][name], value), name
+
+
+def test_a_share_runs_winograd_in_runs_sized_for_one_core_within_1e_6(monkeypatch):
+    """Inside a share of data_parallel(2) the Winograd runs are SHARE_TILES long: the products
+    round a row otherwise at another row count and the kernel's gradient sums the runs in other
+    groups, so values and gradients agree with the one-thread path to float rounding."""
+    generator = np.random.default_rng(2)
+    x = generator.standard_normal((40, 13, 13, 32)).astype(np.float32)
+    w = (generator.standard_normal((3, 3, 32, 16)) * 0.1).astype(np.float32)
+    b = (generator.standard_normal(16) * 0.1).astype(np.float32)
+    grad = generator.standard_normal((40, 5, 5, 16)).astype(np.float32)
+    runs = []
+    transform = winograd.output_transform
+    monkeypatch.setattr(winograd, "output_transform", lambda m, o: runs.append(len(o[0]))
+                        or transform(m, o))
+
+    def run():
+        tensors = [Tensor(a, requires_grad=True) for a in (x, w, b)]
+        out = apply("conv_relu_max_pool", *tensors, pads=(0,) * 4, pool=(2, 2))
+        (out * Tensor(grad)).sum().backward()
+        return [out._data] + [t.grad for t in tensors]
+
+    one = run()
+    assert runs == [800, 200]
+    runs.clear()
+    with data_parallel(2):
+        token = two_threads.in_share.set(True)
+        try:
+            two = run()
+        finally:
+            two_threads.in_share.reset(token)
+    assert runs == [200] * 5
+    for name, e, g in zip(("y", "x", "w", "b"), one, two):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-6 * np.abs(e).max(), err_msg=name)
+
+
+def test_merged_gradients_land_in_adams_buffer_with_the_same_numbers():
+    """Two shares' sums written into the optimizer's gradient buffer (`_grad_home`): the same
+    parameters as sums kept apart and gathered by the step."""
+    x, y = _batch(40)
+    states = []
+    for home in (True, False):
+        network = _network()
+        optimizer = Adam(1e-2)
+        if not home:  # no place offered: the merge makes new arrays, the step gathers them
+            optimizer.zero_grad = lambda: [setattr(p, "grad", None)
+                                           for _, p in network.named_parameters()]
+        with data_parallel(2):
+            network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=10,
+                        epochs=2, seed=5, progress=False)
+        states.append(network.state_dict())
+    for name, value in states[0].items():
+        assert np.array_equal(states[1][name], value), name
+
+
+def test_split_must_be_named():
+    with pytest.raises(SpecError, match="split must be one of batch, kernels, received 'rows'"):
+        with data_parallel(2, split="rows"):
+            pass
+
+
+def test_kernels_split_their_work_only_where_the_user_asked_for_two_threads():
+    """No thread outside data_parallel(2); none inside a batch's share (both threads are busy);
+    a half never splits again; split_work's results come back in the items' order."""
+    seen = []
+
+    def work(part):
+        nested = two_threads.split_work(lambda inner: list(inner), part)
+        seen.append((part, len(nested)))
+        return list(part)
+
+    assert two_threads.split_work(work, [1, 2, 3]) == [[1, 2, 3]]
+    with data_parallel(2):  # batches split: kernels keep their work whole
+        assert two_threads.split_work(work, [1, 2, 3]) == [[1, 2, 3]]
+        rows = []
+        two_threads.in_halves(rows.append, 10)  # the worker is idle here: elementwise halves
+        assert sorted(r.start for r in rows) == [0, 5] and {r.stop for r in rows} == {5, 10}
+        token = two_threads.in_share.set(True)
+        try:
+            rows.clear()
+            two_threads.in_halves(rows.append, 10)
+            assert rows == [slice(0, 10)]
+        finally:
+            two_threads.in_share.reset(token)
+    seen.clear()
+    with data_parallel(2, split="kernels"):
+        assert two_threads.split_work(work, [1, 2, 3]) == [[1], [2, 3]]  # the worker the more
+        rows = []
+        two_threads.in_halves(rows.append, 300, align=144)
+        assert sorted((r.start, r.stop) for r in rows) == [(0, 144), (144, 300)]
+    assert sorted(seen) == [([1], 1), ([2, 3], 1)]  # each half ran whole: no nested split

@@ -34,6 +34,7 @@ from deepsharp.tensors.ops.windows import (
     _FEW_CHANNELS, crop_places, offset_slices, offsets, output_lengths, pad_places, windows,
 )
 from deepsharp.tensors.ops import winograd
+from deepsharp.tensors.ops.two_threads import in_halves, split_work
 from deepsharp.tensors.ops.conv import _input_grad as conv_input_grad
 from deepsharp.tensors.primitives import needs_input_grad, primitive
 
@@ -64,14 +65,18 @@ def _pool_ordered_cols(xp: np.ndarray, kernel, pool, pooled) -> np.ndarray:
     k = int(np.prod(kernel))
     cols = np.empty((int(np.prod(pool)), n, *pooled, k, c), xp.dtype)
     ones = (1,) * len(kernel)
-    for p, shift in enumerate(offsets(pool)):
-        shifted = _shifted(xp, shift)
-        if c >= _FEW_CHANNELS:
-            np.copyto(cols[p].reshape(n, *pooled, *kernel, c),
-                      windows(shifted, pooled, kernel, pool, ones))
-        else:  # few channels: one copy per kernel offset moves whole runs of places
-            for index, offset in enumerate(offsets(kernel)):
-                cols[p, ..., index, :] = shifted[offset_slices(offset, pooled, pool, ones)]
+
+    def blocks(which) -> None:  # the pool offsets' blocks: two halves at once under split_work
+        for p, shift in which:
+            shifted = _shifted(xp, shift)
+            if c >= _FEW_CHANNELS:
+                np.copyto(cols[p].reshape(n, *pooled, *kernel, c),
+                          windows(shifted, pooled, kernel, pool, ones))
+            else:  # few channels: one copy per kernel offset moves whole runs of places
+                for index, offset in enumerate(offsets(kernel)):
+                    cols[p, ..., index, :] = shifted[offset_slices(offset, pooled, pool, ones)]
+
+    split_work(blocks, list(enumerate(offsets(pool))))
     return cols.reshape(cols.shape[0], -1, k * c)
 
 
@@ -84,37 +89,82 @@ class ConvReluMaxPool:
             cols, products = winograd.forward(xp, w, pooled)            # (4, tiles, O)
         else:
             cols = _pool_ordered_cols(xp, kernel, pool, pooled)         # (P, M, K)
-            products = (cols.reshape(-1, cols.shape[-1]) @ w.reshape(-1, w.shape[-1])).reshape(
-                cols.shape[0], cols.shape[1], w.shape[-1])              # (P, M, O)
-        best = products[0].copy() if len(products) == 1 else np.maximum(products[0], products[1])
-        for block in products[2:]:
-            np.maximum(best, block, out=best)
-        pre = plus_bias(best, bias[0]) if bias else best
-        out = np.maximum(pre, 0)
+            products = _product(cols, w.reshape(-1, w.shape[-1]))      # (P, M, O)
+        best, pre, out = _max_bias_relu(products, bias[0] if bias else None)
         return out.reshape(x.shape[0], *pooled, w.shape[-1]), (cols, products, best, pre,
                                                                xp.shape)
 
     def backward(grad, saved, x, w, *bias, pads, pool):
         cols, products, best, pre, padded = saved
         out_channels = w.shape[-1]
-        # relu's rule: a gradient only where the pooled value (bias added) is above zero
-        g = grad.reshape(-1, out_channels) * (pre > 0)
-        # max_pool's rule: to the first largest candidate of each window, in row-major order
+        grad2d = grad.reshape(-1, out_channels)
+        g = np.empty(grad2d.shape, grad2d.dtype)
         routed = np.empty_like(products)
+
+        def route(r: slice) -> None:  # rows r of g and routed
+            # relu's rule: a gradient only where the pooled value (bias added) is above zero
+            np.multiply(grad2d[r], pre[r] > 0, out=g[r])
+            # max_pool's rule: to the first largest candidate of each window, in row-major order
+            _route_to_first_max(products[:, r], best[r], g[r], routed[:, r])
+
         compiled = kernel("route_to_first_max")
         if compiled is not None:  # the same selection in one pass (deepsharp.compiled)
+            np.multiply(grad2d, pre > 0, out=g)
             compiled(products, best, g, routed)
-        else:
-            _route_to_first_max(products, best, g, routed)
+            route = None
         if isinstance(cols, tuple):  # the Winograd path's (v, u, tiles)
-            gx, gw = winograd.backward(routed, cols, padded, w.shape, needs_input_grad(0))
+            # each run's rows routed just before the run reads them, by the thread running it
+            gx, gw = winograd.backward(routed, cols, padded, w.shape, needs_input_grad(0), route)
             gx = None if gx is None else crop_places(gx, pads)
         else:
+            if route is not None:  # row by row: two halves at once under in_halves
+                in_halves(route, len(best))
             flat = routed.reshape(-1, out_channels)
             gw = (cols.reshape(-1, cols.shape[-1]).T @ flat).reshape(w.shape)
             gx = _input_grad(routed, w, padded, pool, pads) if needs_input_grad(0) else None
         # the bias's gradient as a product with ones: one BLAS pass, 6x faster than sum(axis=0)
         return (gx, gw) + ((np.ones(len(g), g.dtype) @ g,) if bias else ())
+
+
+def _product(cols: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """cols (P, M, K) @ w (K, O) as one product of P M rows, or two of row ranges at once
+    (in_halves) split at a multiple of ROW_ALIGN rows: OpenBLAS computes a row's sums the same
+    way wherever such a split falls (it walks the rows in blocks of 3 x its kernel's width, here
+    24), so the numbers are one product's (tests/deepsharp/test_parallel.py holds them so)."""
+    flat = cols.reshape(-1, cols.shape[-1])
+    out = np.empty((len(flat), w.shape[-1]), np.result_type(cols, w))
+    in_halves(lambda r: np.matmul(flat[r], w, out=out[r]), len(flat), ROW_ALIGN)
+    return out.reshape(cols.shape[0], cols.shape[1], w.shape[-1])
+
+
+ROW_ALIGN = 144  # 3 x 2, 4, 6, 8, 12 and 16: a block boundary for each kernel width
+SPLIT_VALUES = 1 << 18  # the max, bias and relu of fewer pooled values stay on one thread
+
+
+def _max_bias_relu(products: np.ndarray, bias: np.ndarray | None):
+    """(best, pre, out) (M, O): the largest candidate of each window, plus the bias (pre; best
+    itself without one), then relu; row by row, two halves at once under in_halves."""
+    m, o = products.shape[1:]
+    best = np.empty((m, o), products.dtype)
+    pre = best if bias is None else np.empty((m, o), np.result_type(products, bias))
+    out = np.empty_like(pre)
+
+    def rows(r: slice) -> None:
+        if len(products) == 1:
+            best[r] = products[0, r]
+        else:
+            np.maximum(products[0, r], products[1, r], out=best[r])
+        for block in products[2:]:
+            np.maximum(best[r], block[r], out=best[r])
+        if bias is not None:
+            plus_bias(best[r], bias, out=pre[r])
+        np.maximum(pre[r], 0, out=out[r])
+
+    if m * o >= SPLIT_VALUES:
+        in_halves(rows, m)
+    else:  # a few values: handing half to the worker costs more than it saves
+        rows(slice(0, m))
+    return best, pre, out
 
 
 def _route_to_first_max(products: np.ndarray, best: np.ndarray, g: np.ndarray,
@@ -135,15 +185,18 @@ def _route_to_first_max(products: np.ndarray, best: np.ndarray, g: np.ndarray,
     np.multiply(g, free, out=routed[-1])
 
 
-def plus_bias(rows: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """rows (M, O) + bias (O,), with the rows taken a few at a time: numpy's broadcast loop runs
-    once per row, so for short rows (a few dozen channels) most of its time is the loop's, not
-    the additions'. The same additions, the same values."""
+def plus_bias(rows: np.ndarray, bias: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """rows (M, O) + bias (O,) (into `out`, contiguous, if given), with the rows taken a few at
+    a time: numpy's broadcast loop runs once per row, so for short rows (a few dozen channels)
+    most of its time is the loop's, not the additions'. The same additions, the same values."""
     m, o = rows.shape
+    if out is None:
+        out = np.empty((m, o), np.result_type(rows, bias))
     for k in (16, 8, 4, 2):
         if m % k == 0:
-            return (rows.reshape(m // k, k * o) + np.tile(bias, k)).reshape(m, o)
-    return rows + bias
+            np.add(rows.reshape(m // k, k * o), np.tile(bias, k), out=out.reshape(m // k, k * o))
+            return out
+    return np.add(rows, bias, out=out)
 
 
 def _input_grad(routed: np.ndarray, w: np.ndarray, padded, pool, pads) -> np.ndarray:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.errors import OpError
+from deepsharp.tensors.ops.two_threads import both
 from deepsharp.tensors.primitives import grad_out, needs_input_grad, primitive, unbroadcast
+
+SPLIT_PRODUCT = 1 << 22  # multiplies: a smaller input gradient is not worth a hand-off
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -57,9 +60,13 @@ class MatMulAdd:
 
     def backward(grad, saved, x, w, b):
         g = _rows(grad)
-        gx = (g @ w.T).reshape(x.shape) if needs_input_grad(0) else None
-        # (the weight's and bias's gradients straight into the optimizer's buffer when offered)
-        return gx, np.matmul(_rows(x).T, g, out=grad_out(1)), g.sum(axis=0, out=grad_out(2))
+        # (the weight's and bias's gradients straight into the optimizer's buffer when offered;
+        # the input's, an independent product, on the worker inside data_parallel(2))
+        (gw, gb), gx = both(
+            lambda: (np.matmul(_rows(x).T, g, out=grad_out(1)), g.sum(axis=0, out=grad_out(2))),
+            lambda: (g @ w.T).reshape(x.shape) if needs_input_grad(0) else None,
+            worth=g.shape[0] * w.size >= SPLIT_PRODUCT)
+        return gx, gw, gb
 
 
 @primitive("matmul_add_relu", fresh=True)

@@ -25,10 +25,15 @@ make inf - inf inside a transform, where the direct product gives an infinity.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
+
+from deepsharp.tensors.ops.two_threads import split_batch, split_work
 
 WINOGRAD_CHANNELS = 24  # measured (1 thread, forward + backward): a wash at 16, 1.15-1.4x from 24
 CHUNK_TILES = 800
+SHARE_TILES = 200  # inside data_parallel(2): runs that stay in one core's cache (see _chunks)
 DTYPES = (np.dtype(np.float32),)  # float64 keeps the direct product's exact path
 
 # G (4, 3): the kernel's transform, U = G g G^T
@@ -54,14 +59,20 @@ def forward(xp: np.ndarray, w: np.ndarray, tiles):
     v = np.empty((16, n * per, c), xp.dtype)
     candidates = np.empty((4, n * per, o), xp.dtype)
     tiled = v.reshape(4, 4, n, *tiles, c)
-    for images, rows in _chunks(n, per):
-        input_transform(xp[images], tiles, tiled[:, :, images])
-        output_transform(np.matmul(v[:, rows], u), candidates[:, rows])
+
+    def runs(chunks) -> None:
+        for images, rows in chunks:
+            input_transform(xp[images], tiles, tiled[:, :, images])
+            output_transform(np.matmul(v[:, rows], u), candidates[:, rows])
+
+    split_work(runs, list(_chunks(n, per)))
     return (v, u, tiles), candidates
 
 
-def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool):
-    """(dX (padded) or None, dW (3, 3, C, O)) from the candidates' gradients (4, tiles, O)."""
+def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool,
+             route: Callable[[slice], None] | None = None):
+    """(dX (padded) or None, dW (3, 3, C, O)) from the candidates' gradients (4, tiles, O);
+    `route(rows)`, if given, fills those rows of `routed` first, run by run."""
     v, u, tiles = saved
     du = np.zeros(u.shape, routed.dtype)
     gx = None
@@ -69,11 +80,21 @@ def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool
         gx = np.empty(padded, routed.dtype)
         gx[:, 2 * tiles[0] + 2:] = 0                     # places no tile reads
         gx[:, :, 2 * tiles[1] + 2:] = 0
-    for images, rows in _chunks(padded[0], tiles[0] * tiles[1]):
-        dm = output_grad(routed[:, rows])
-        du += np.matmul(v[:, rows].transpose(0, 2, 1), dm)
-        if gx is not None:
-            input_grad(dm, u, gx[images], tiles)
+
+    def runs(chunks) -> list[np.ndarray]:
+        sums = []
+        for images, rows in chunks:
+            if route is not None:
+                route(rows)
+            dm = output_grad(routed[:, rows])
+            sums.append(np.matmul(v[:, rows].transpose(0, 2, 1), dm))
+            if gx is not None:
+                input_grad(dm, u, gx[images], tiles)
+        return sums
+
+    for sums in split_work(runs, list(_chunks(padded[0], tiles[0] * tiles[1]))):
+        for part in sums:  # run by run, in order: the same sum on one thread or two
+            du += part
     gw = _both_axes(_G.T, du.reshape(4, 4, -1).astype(np.float64))    # G^T dU G
     return gx, gw.astype(routed.dtype).reshape(w_shape)
 
@@ -81,8 +102,12 @@ def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool
 def _chunks(n: int, per: int):
     """(images, their tiles' rows) in runs of about CHUNK_TILES tiles: the transforms' arrays
     of one run stay in cache between the passes (measured 5-10% faster than whole batches of
-    64 13x13 images, and than runs of half the size)."""
-    step = max(1, CHUNK_TILES // per)
+    64 13x13 images, and than runs of half the size). Inside `data_parallel(2)` two threads run
+    at once and each has one core's cache: runs of SHARE_TILES (8 13x13 images, 0.8 MB of
+    products) ... The products' sums along a row do not depend on the run's length, but
+    OpenBLAS rounds a row otherwise at another row count, and the kernel's gradient sums over
+    runs: so one thread keeps CHUNK_TILES, and its numbers."""
+    step = max(1, (SHARE_TILES if split_batch() else CHUNK_TILES) // per)
     for start in range(0, n, step):
         stop = min(start + step, n)
         yield slice(start, stop), slice(start * per, stop * per)

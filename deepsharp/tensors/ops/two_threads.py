@@ -1,0 +1,109 @@
+"""The two threads of `data_parallel(2)` (deepsharp.parallel), as the kernels see them.
+
+numpy has no threads of its own beside BLAS's: the library's second thread is one worker thread
+(a pool of one, made on first use and kept for the process), used only while the user's code
+runs inside `data_parallel(2)`. It splits one of two ways:
+
+- **batch** (the default): every batch in two shares of rows, one on the calling thread and one
+  on the worker, each forward and back (deepsharp.parallel). A kernel then runs on one share, on
+  one thread, and only sizes its runs for one core's cache (`split_batch`).
+- **kernels**: one pass over the whole batch on the calling thread, as at one thread, whose
+  largest kernels split their own independent work in two halves, one on the worker
+  (`split_work`, `in_halves`, `both`): the same operations on the same numbers in the same order, so the
+  same results, bit for bit, as one thread gives.
+
+This module imports nothing from deepsharp: the kernels (deepsharp.tensors.ops) and
+deepsharp.parallel both read it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import ContextVar
+from typing import Any, Callable, Sequence, TypeVar
+
+SPLITS = ("batch", "kernels")
+
+threads_var: ContextVar[int] = ContextVar("deepsharp_data_parallel", default=1)
+split_var: ContextVar[str] = ContextVar("deepsharp_data_parallel_split", default="batch")
+# set while a batch's share runs (on either thread): both threads are busy, nothing splits again
+in_share: ContextVar[bool] = ContextVar("deepsharp_data_parallel_share", default=False)
+# set while a kernel's half runs (on either thread): likewise
+_in_half: ContextVar[bool] = ContextVar("deepsharp_data_parallel_half", default=False)
+_POOL: ThreadPoolExecutor | None = None
+CALLER_SHARE = 0.5  # of in_halves' rows, the calling thread's
+
+R = TypeVar("R")
+
+
+def on_worker(fn: Callable[..., R], *args: Any) -> Future:
+    """fn(*args) on the worker thread, in a copy of this thread's context (the same modes:
+    no_grad, float64, compiled kernels); its future."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(1, thread_name_prefix="deepsharp-parallel")
+    return _POOL.submit(contextvars.copy_context().run, fn, *args)
+
+
+def split_batch() -> bool:
+    """This kernel runs on one share of a batch, on one of two threads working at once (inside
+    `data_parallel(2)`, splitting batches)."""
+    return in_share.get()
+
+
+def _worker_idle() -> bool:
+    return threads_var.get() == 2 and not in_share.get() and not _in_half.get()
+
+
+def _split_kernels() -> bool:
+    return _worker_idle() and split_var.get() == "kernels"
+
+
+def split_work(work: Callable[[Sequence], R], items: Sequence) -> list[R]:
+    """[work(items)], or inside `data_parallel(2, split="kernels")` [work(first half),
+    work(second half)], the second half on the worker while the caller does the first. For work
+    whose items are independent (each writes its own rows); the caller combines the results in
+    order, so the numbers do not depend on the split."""
+    if not _split_kernels() or len(items) < 2:
+        return [work(items)]
+    half = len(items) // 2  # the caller has the rest of the step to run: the worker the more
+    other = on_worker(_half, work, items[half:])
+    mine = _half(work, items[:half])
+    return [mine, other.result()]
+
+
+def in_halves(work: Callable[[slice], None], size: int, align: int = 1) -> None:
+    """work(rows) for the two halves of range(size) at once (split at a multiple of `align`)
+    inside `data_parallel(2)` (either split: the worker is idle while it runs), else
+    work(slice(0, size)). For work that treats each row on its own (elementwise passes: the same
+    numbers either way), such as Adam's flat update."""
+    half = round(size * CALLER_SHARE / align) * align
+    if not _worker_idle() or not 0 < half < size:
+        work(slice(0, size))
+        return
+    other = on_worker(_half, work, slice(half, size))
+    _half(work, slice(0, half))
+    other.result()
+
+
+def both(first: Callable[[], R], second: Callable[[], Any], worth: bool = True
+         ) -> tuple[R, Any]:
+    """(first(), second()): two independent computations (two products of one backward rule),
+    the second on the worker while the caller runs the first inside `data_parallel(2)` (the
+    worker idle) when they are `worth` a hand-off, else one after the other; each is the same
+    computation either way."""
+    if not worth or not _worker_idle():
+        return first(), second()
+    other = on_worker(_half, lambda _: second(), None)
+    return _half(lambda _: first(), None), other.result()
+
+
+def _half(work: Callable[[Any], R], part: Any) -> R:
+    """One half, on either thread, with splitting turned off inside it: the other thread is
+    busy with the other half (a half never splits again)."""
+    token = _in_half.set(True)
+    try:
+        return work(part)
+    finally:
+        _in_half.reset(token)
