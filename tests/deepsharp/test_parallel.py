@@ -119,10 +119,19 @@ def _cnn():
             .flatten().dense(16).relu().dense(3)).lower(Shape(16, 16, 1), RandomStream(0))
 
 
+def _blocks_rows_by_24() -> bool:
+    """numpy's BLAS is OpenBLAS with its Haswell kernels (Zen takes them too), whose float32
+    product rounds a row alike wherever a split at a multiple of 24 rows falls."""
+    return any(i.get("internal_api") == "openblas" and i.get("architecture") in ("Haswell", "Zen")
+               for i in threadpool_info() if i.get("user_api") == "blas")
+
+
 def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypatch):
     """data_parallel(2, split="kernels"): the products, the Winograd runs, the routing, the dense
-    layers' two gradient products and Adam's update in two halves at once, the numbers of one thread exactly (the runs' sums added in
-    order; the direct product split where OpenBLAS's blocks of rows meet)."""
+    layers' two gradient products and Adam's update in two halves at once, the numbers of one
+    thread exactly (the runs' sums added in order; the direct product split at multiples of 144
+    rows, where OpenBLAS's Haswell blocks of rows meet). Another BLAS may round the split
+    product's rows otherwise: there the parameters are held to 1e-6 relative."""
     monkeypatch.setattr(winograd, "CHUNK_TILES", 16)  # four images a run: several runs to split
     monkeypatch.setattr(conv_pool, "SPLIT_VALUES", 1)  # the max, bias and relu split too
     monkeypatch.setattr(linalg, "SPLIT_PRODUCT", 1)  # and the dense layers' two products
@@ -141,7 +150,10 @@ def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypat
         states.append(network.state_dict())
     assert calls  # the worker took its halves
     for name, value in states[0].items():
-        assert np.array_equal(states[1][name], value), name
+        if _blocks_rows_by_24():
+            assert np.array_equal(states[1][name], value), name
+        else:
+            np.testing.assert_allclose(states[1][name], value, rtol=1e-6, atol=1e-7, err_msg=name)
 
 
 def test_a_share_runs_winograd_in_runs_sized_for_one_core_within_1e_6(monkeypatch):

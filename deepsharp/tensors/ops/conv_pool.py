@@ -130,7 +130,8 @@ def _product(cols: np.ndarray, w: np.ndarray) -> np.ndarray:
     """cols (P, M, K) @ w (K, O) as one product of P M rows, or two of row ranges at once
     (in_halves) split at a multiple of ROW_ALIGN rows: OpenBLAS computes a row's sums the same
     way wherever such a split falls (it walks the rows in blocks of 3 x its kernel's width, here
-    24), so the numbers are one product's (tests/deepsharp/test_parallel.py holds them so)."""
+    24), so the numbers are one product's (tests/deepsharp/test_parallel.py holds them so with
+    OpenBLAS's Haswell kernels; another BLAS may round the rows otherwise, within 1e-6)."""
     flat = cols.reshape(-1, cols.shape[-1])
     out = np.empty((len(flat), w.shape[-1]), np.result_type(cols, w))
     in_halves(lambda r: np.matmul(flat[r], w, out=out[r]), len(flat), ROW_ALIGN)

@@ -10,7 +10,9 @@ runs inside `data_parallel(2)`. It splits one of two ways:
 - **kernels**: one pass over the whole batch on the calling thread, as at one thread, whose
   largest kernels split their own independent work in two halves, one on the worker
   (`split_work`, `in_halves`, `both`): the same operations on the same numbers in the same order, so the
-  same results, bit for bit, as one thread gives.
+  same results, bit for bit, as one thread gives (a product split by rows: with OpenBLAS's
+  Haswell kernels, where the split falls on its blocks of rows; another BLAS may round it
+  otherwise).
 
 This module imports nothing from deepsharp: the kernels (deepsharp.tensors.ops) and
 deepsharp.parallel both read it.
