@@ -35,20 +35,12 @@ def floating(op: str, x: Any) -> None:
 
 
 def keep(op: str, keepdim: Any, keepdims: Any) -> bool:
-    value = either(op, "keepdim", keepdim, "keepdims", keepdims, False)
-    if not isinstance(value, (bool, int, np.bool_, np.integer)) or value not in (0, 1):
-        raise OpError(f"{op}: keepdim must be True or False, received {value!r}")
-    return bool(value)
+    return flag(op, "keepdim", either(op, "keepdim", keepdim, "keepdims", keepdims, False))
 
 
 def axis(op: str, value: Any, ndim: int) -> int:
     """One axis in 0..ndim-1 (a negative one counts from the end)."""
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        value = operator.index(value)  # (an int, a numpy integer, a 0-d integer tensor)
-    except (TypeError, ValueError):
-        raise OpError(f"{op}: dim must be an integer, received {value!r}") from None
+    value = integer(op, "dim", value)
     extent = max(ndim, 1)  # a 0-d tensor takes dim 0 or -1, as in PyTorch
     if not -extent <= value < extent:
         raise OpError(f"{op}: dim {value} is out of range for a tensor of rank {ndim} "
