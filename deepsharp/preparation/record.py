@@ -89,7 +89,8 @@ def _decode(value: Any, arrays: dict[str, np.ndarray], at: str, depth: int,
     if tag == "tuple" and isinstance(inner, list):
         return tuple(_decode(v, arrays, f"{at}/{k}", depth + 1, budget)
                      for k, v in enumerate(inner))
-    if tag == "column" and isinstance(inner, list) and len(inner) == 3:
+    if tag == "column" and isinstance(inner, list) and len(inner) == 3 \
+            and isinstance(inner[2], bool):
         return Column(inner[0], _decode(inner[1], arrays, f"{at}/{inner[0]}", depth + 1, budget),
                       inner[2])
     if tag == "array" and isinstance(inner, str):
