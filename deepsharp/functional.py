@@ -32,8 +32,8 @@ from deepsharp.tensors.api.reduce import (  # noqa: F401
     std, sum, var,
 )
 from deepsharp.tensors.api.select import (  # noqa: F401
-    argsort, argwhere, diag, diagonal, gather, index_add, index_put, index_select, masked_fill,
-    masked_select, nonzero, one_hot, scatter, scatter_add, scatter_reduce, sort, take_along_axis,
+    argsort, argwhere, diag, diagonal, gather, index_add, index_copy, index_fill, index_put,
+    index_select, masked_fill, masked_select, nonzero, one_hot, scatter, scatter_add, scatter_reduce, sort, take_along_axis,
     topk, tril, triu, unique, where,
 )
 from deepsharp.tensors.api.shape import (  # noqa: F401

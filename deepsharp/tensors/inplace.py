@@ -330,7 +330,8 @@ IN_PLACE = ("clamp", "clip", "masked_fill", "relu", "sigmoid", "tanh", "exp", "l
             "abs", "neg", "pow", "square", "floor", "ceil", "round", "trunc", "sign", "remainder",
             "fmod", "reciprocal", "sin", "cos", "rsqrt", "log1p", "erf", "tan", "asin", "acos",
             "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "lerp", "nan_to_num", "addmm",
-            "scatter_add", "index_add", "scatter", "scatter_reduce", "index_put")
+            "scatter_add", "index_add", "scatter", "scatter_reduce", "index_put", "index_fill",
+            "index_copy")
 
 
 def _in_place_twin(name: str):

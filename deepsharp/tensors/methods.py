@@ -273,6 +273,10 @@ class TensorMethods:
     def nonzero(self, *, as_tuple=False): return api.select.nonzero(self, as_tuple=as_tuple)
     def argwhere(self): return api.select.argwhere(self)
     def masked_select(self, mask): return api.select.masked_select(self, mask)
+    def index_fill(self, dim, index, value):
+        return api.select.index_fill(self, dim, index, value)
+    def index_copy(self, dim, index, source):
+        return api.select.index_copy(self, dim, index, source)
     def index_put(self, indices, values, accumulate=False):
         return api.select.index_put(self, indices, values, accumulate)
     def scatter(self, dim, index, src=None, *, value=None, reduce=None):

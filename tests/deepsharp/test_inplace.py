@@ -398,7 +398,9 @@ ARGS = {"clamp": (-0.5, 0.8), "clip": (None, 0.9), "masked_fill": (MASK, 0.25), 
         "index_add": (0, Tensor(np.array([2, 0, 2])), normal(3, 4)),
         "scatter": (1, Tensor(np.array([[0, 3, 3, 1]] * 3)), Tensor(normal(3, 4))),
         "scatter_reduce": (0, Tensor(np.array([[2, 0, 2, 1]] * 2)), Tensor(normal(2, 4)), "amax"),
-        "index_put": ((Tensor(np.array([0, 2, 0])),), Tensor(normal(4)), True), "acosh": (), "asin": (), "acos": (), "atanh": ()}
+        "index_put": ((Tensor(np.array([0, 2, 0])),), Tensor(normal(4)), True),
+        "index_fill": (1, Tensor(np.array([3, 0])), 0.5),
+        "index_copy": (0, Tensor(np.array([2, 0])), Tensor(normal(2, 4))), "acosh": (), "asin": (), "acos": (), "atanh": ()}
 INSIDE_ONE = ("asin", "acos", "atanh")       # taken on x / 3 (inside -1..1); acosh on x + 1
 
 

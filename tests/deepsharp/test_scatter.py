@@ -128,3 +128,27 @@ def test_index_arrays_and_flags_that_do_not_fit_are_refused_by_name(call, messag
     with pytest.raises(OpError) as caught:
         call(x)
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: x.index_fill(1, Tensor(np.array([[0]])), 1.0),
+     "index_fill: index must be 1-d, received shape (1, 1)"),
+    (lambda x: x.index_fill(1, Tensor(np.array([0])), Tensor(np.ones(2, np.float32))),
+     "index_fill: value must be a number or a 0-d tensor, received shape (2,)"),
+    (lambda x: x.index_copy(1, Tensor(np.array([0, 2])), Tensor(np.ones((2, 3), np.float32))),
+     "index_copy: source must have shape (2, 2) (the input's, with 2 along dim 1), received "
+     "(2, 3)"),
+    (lambda x: x.index_copy(0, Tensor(np.array([1])), Tensor(np.ones((1, 3), np.int64))),
+     "index_copy: source must have the input's dtype float32, received int64"),
+])
+def test_index_fill_and_copy_refusals_name_the_argument(call, message):
+    with pytest.raises(OpError) as caught:
+        call(Tensor(np.ones((2, 3), np.float32)))
+    assert message in str(caught.value)
+
+
+def test_index_copy_gradients_match_finite_differences():
+    x, source, up = (_rng.standard_normal((3, 5)), _rng.standard_normal((3, 2)),
+                     _rng.standard_normal((3, 5)))
+    assert_gradients(lambda x, s: (x.index_copy(1, Tensor(np.array([4, 1])), s) * up).sum(),
+                     [x, source])

@@ -157,6 +157,8 @@ CASES = [
                    LOW[:1]).reshape(4, -1).T, {"x": ("batch", 4), "pos": (2, 4)}, B,
      "ScatterND"),
     ("set-through-arrays", lambda x: _set_through_arrays(x), X, B, "ScatterND"),
+    ("index-fill-copy", lambda x: x.index_fill(1, POSITIONS[:2], -2.0)
+     + x.index_copy(1, POSITIONS[1:3].abs(), x[:, :2] * 3), X, B, "ScatterND"),
     ("pools-ceil", lambda x: F.max_pool(x.reshape(-1, 2, 2, 1), 3, 2, 1, ceil_mode=True)
      + F.avg_pool(x.reshape(-1, 2, 2, 1), 2, 2, 1, True, ceil_mode=True), X, B, "AveragePool"),
     ("cross", lambda x: x[:, :3].cross(x[:, 1:], dim=-1) + F.cross(x[:, :3], LOW[:3]),

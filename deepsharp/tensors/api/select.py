@@ -237,6 +237,60 @@ def index_put(x: Tensor, indices: Any, values: Any, accumulate: bool = False) ->
     return apply("index_put", x, values, *found, accumulate=int(bool(accumulate)))
 
 
+def _along_first(op: str, x: Tensor, dim: Any, index: Any, fill) -> Tensor:
+    """fill(x with `dim` moved first, the 1-d index): index_put along `dim`, moved back."""
+    at = kw.axis(op, dim, x.ndim)
+    index = _index(op, index)
+    if index.ndim != 1:
+        raise OpError(f"{op}: index must be 1-d, received shape {tuple(index.shape)}")
+    moved = x.movedim(at, 0) if at else x
+    done = fill(moved, index, at)
+    return done.movedim(0, at) if at else done
+
+
+def index_fill(x: Tensor, dim: Any, index: Any, value: Any) -> Tensor:
+    """PyTorch's index_fill: x with `value` (a number or a 0-d tensor, taken in x's dtype) at
+    every position of `dim` the 1-d index names; the gradient reaches x elsewhere (and a 0-d
+    tensor value, summed over the filled places)."""
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise OpError(f"index_fill: value must be a number or a 0-d tensor, received shape "
+                          f"{tuple(value.shape)}")
+        value = value if value.dtype == x.dtype else value.astype(x.dtype)
+    else:
+        if not isinstance(value, (bool, np.bool_)):
+            kw.number("index_fill", "value", value)
+        value = Tensor(np.asarray(value, dtype=x.dtype))
+    return _along_first("index_fill", x, dim, index,
+                        lambda moved, idx, at: index_put(moved, (idx,), value))
+
+
+def index_copy(x: Tensor, dim: Any, index: Any, source: Any) -> Tensor:
+    """PyTorch's index_copy: x with source's slices along `dim` written at the positions the
+    1-d index names (source: x's shape with len(index) along dim, x's dtype); where the index
+    repeats, the last write wins (PyTorch leaves it open)."""
+    source = as_tensor(source, like=x._data)
+    if source.dtype != x.dtype:
+        raise OpError(f"index_copy: source must have the input's dtype {x.dtype}, received "
+                      f"{source.dtype} (PyTorch refuses it too)")
+
+    def fill(moved: Tensor, idx: Tensor, at: int) -> Tensor:
+        part = source.movedim(at, 0) if at and source.ndim > at else source
+        wanted = (idx.shape[0], *moved.shape[1:])
+        if tuple(part.shape) != tuple(wanted):
+            raise OpError(f"index_copy: source must have shape {_moved_back(wanted, at)} (the "
+                          f"input's, with {idx.shape[0]} along dim {at}), received "
+                          f"{tuple(source.shape)}")
+        return index_put(moved, (idx,), part)
+
+    return _along_first("index_copy", x, dim, index, fill)
+
+
+def _moved_back(shape: tuple, at: int) -> tuple:
+    shape = list(shape)
+    return tuple(shape[1:at + 1] + shape[:1] + shape[at + 1:])
+
+
 def index_add(x: Tensor, dim: Any, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
     """PyTorch's index_add: x with alpha * source[..., i, ...] added at x[..., index[i], ...]
     along dim (index 1-d, as long as source's dim; repeats add up)."""
