@@ -16,8 +16,8 @@ from deepsharp.tensors.tensor import as_tensor
 from deepsharp.tensors import keywords as kw
 # the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
 from deepsharp.tensors.api.arithmetic import (  # noqa: F401
-    add, addmm, bmm, cross, div, dot, erf, isfinite, lerp, mm, nan_to_num, norm, normalize, reciprocal,
-    round, sub, vector_norm,
+    add, addmm, bmm, cross, div, dot, erf, isfinite, lerp, mm, nan_to_num, norm, normalize,
+    reciprocal, round, sub, vector_norm,
 )
 from deepsharp.tensors.api.build import (  # noqa: F401
     arange, full, full_like, ones, ones_like, zeros, zeros_like,
@@ -31,10 +31,12 @@ from deepsharp.tensors.api.reduce import (  # noqa: F401
     all, amax, amin, any, argmax, argmin, cumprod, cumsum, logsumexp, max, mean, min, prod,
     std, sum, var,
 )
+from deepsharp.tensors.api.scatter import (  # noqa: F401
+    index_add, index_copy, index_fill, index_put, scatter, scatter_add, scatter_reduce,
+)
 from deepsharp.tensors.api.select import (  # noqa: F401
-    argsort, argwhere, diag, diagonal, gather, index_add, index_copy, index_fill, index_put,
-    index_select, masked_fill, masked_select, nonzero, one_hot, scatter, scatter_add, scatter_reduce, sort, take_along_axis,
-    topk, tril, triu, unique, where,
+    argsort, argwhere, diag, diagonal, gather, index_select, masked_fill, masked_select, nonzero,
+    one_hot, sort, take_along_axis, topk, tril, triu, unique, where,
 )
 from deepsharp.tensors.api.shape import (  # noqa: F401
     flatten, movedim, narrow, permute, squeeze, transpose, unflatten, unsqueeze,

@@ -6,7 +6,7 @@ from deepsharp.tensors.primitives import PRIMITIVES, needs_input_grad, primitive
 from deepsharp.tensors.tensor import Record, Tensor, apply, as_tensor
 # Tensor's methods call these as api.<module>.<function>
 from deepsharp.tensors.api import (  # noqa: F401
-    arithmetic, build, einsum, elementwise, join, reduce, select, shape,
+    arithmetic, build, einsum, elementwise, join, reduce, scatter, select, shape,
 )
 from deepsharp.tensors import inplace  # noqa: F401,E402  (gives Tensor its in-place twins)
 

@@ -269,22 +269,22 @@ class TensorMethods:
     def diag(self, diagonal=0): return api.select.diag(self, diagonal)
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
         return api.select.unique(self, sorted, return_inverse, return_counts, dim)
-    def scatter_add(self, dim, index, src): return api.select.scatter_add(self, dim, index, src)
+    def scatter_add(self, dim, index, src): return api.scatter.scatter_add(self, dim, index, src)
     def nonzero(self, *, as_tuple=False): return api.select.nonzero(self, as_tuple=as_tuple)
     def argwhere(self): return api.select.argwhere(self)
     def masked_select(self, mask): return api.select.masked_select(self, mask)
     def index_fill(self, dim, index, value):
-        return api.select.index_fill(self, dim, index, value)
+        return api.scatter.index_fill(self, dim, index, value)
     def index_copy(self, dim, index, source):
-        return api.select.index_copy(self, dim, index, source)
+        return api.scatter.index_copy(self, dim, index, source)
     def index_put(self, indices, values, accumulate=False):
-        return api.select.index_put(self, indices, values, accumulate)
+        return api.scatter.index_put(self, indices, values, accumulate)
     def scatter(self, dim, index, src=None, *, value=None, reduce=None):
-        return api.select.scatter(self, dim, index, src, value=value, reduce=reduce)
+        return api.scatter.scatter(self, dim, index, src, value=value, reduce=reduce)
     def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
-        return api.select.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+        return api.scatter.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
     def index_add(self, dim, index, source, *, alpha=1):
-        return api.select.index_add(self, dim, index, source, alpha=alpha)
+        return api.scatter.index_add(self, dim, index, source, alpha=alpha)
     def take_along_dim(self, indices, dim=None):
         return api.select.take_along_axis(self, indices, dim)
     def index_select(self, dim, index): return api.select.index_select(self, dim, index)

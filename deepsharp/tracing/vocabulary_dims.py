@@ -92,5 +92,6 @@ def linear(ctx: DimContext) -> list[Dims]:
 
 
 def scattered(ctx: DimContext) -> list[Dims]:
-    """scatter_add: the result has the input's dims (the index and src write into it)."""
+    """scatter_reduce, index_put: the result has the input's dims (the index and src write into
+    it)."""
     return [ctx.operands[0].dims]

@@ -4,6 +4,8 @@ arrays, one_hot, topk, sort, einsum, tile, tril/triu, full_like), in the shared 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from deepsharp.tensors.ops.index import SCATTER_REDUCTIONS, identity
@@ -19,36 +21,24 @@ def _take_along_axis(emit, inputs, attrs, ranks):
     return emit("GatherElements", list(inputs), {"axis": int(attrs["axis"])})
 
 
-@writes_primitive("scatter_add", dims=vdims.scattered)
-def _scatter_add(emit, inputs, attrs, ranks):
-    """ScatterElements with reduction "add" (repeats add up); src sliced to the index's shape
-    first where the two may differ."""
-    data, index, src = inputs
-    if emit.dims(1) is None or emit.dims(1) != emit.dims(2):
-        ends = emit("Shape", [index], suffix="index_shape")
-        starts = emit.constant("starts", [0] * ranks[1])
-        src = emit("Slice", [src, starts, ends], suffix="src")
-    return emit("ScatterElements", [data, index, src],
-                {"axis": int(attrs["axis"]), "reduction": "add"})
-
-
 @writes_primitive("scatter_reduce", dims=vdims.scattered)
 def _scatter_reduce(emit, inputs, attrs, ranks):
-    """ScatterElements: reduction none, add (sum and mean), max or min; without include_self the
-    named positions first take the reduction's identity (a ScatterElements of it); a mean is the
-    sum over each position's count, floored for integers (the divisor is positive: the remainder
-    Mod takes is exact)."""
+    """ScatterElements (scatter, scatter_add, scatter_reduce, index_add, diag): reduction none,
+    add (sum and mean), max or min; without include_self the named positions first take the
+    reduction's identity (a ScatterElements of it); a mean is the sum over each position's
+    count, floored for integers (the divisor is positive: the remainder Mod takes is exact)."""
     data, index, src = inputs
     reduce = {v: k for k, v in SCATTER_REDUCTIONS.items()}[int(attrs["reduce"])]
     axis, kind = {"axis": int(attrs["axis"])}, emit.result_dtype()
-    shape = emit("Shape", [index], suffix="index_shape")
-    if emit.dims(1) is None or emit.dims(1) != emit.dims(2):
-        src = emit("Slice", [src, emit.constant("starts", [0] * ranks[1]), shape], suffix="src")
+    shape = functools.cache(lambda: emit("Shape", [index], suffix="index_shape"))
+    if emit.dims(1) is None or emit.dims(1) != emit.dims(2):  # src read over index's shape
+        src = emit("Slice", [src, emit.constant("starts", [0] * ranks[1]), shape()],
+                   suffix="src")
     if reduce == "none":
         return emit("ScatterElements", [data, index, src], axis)
 
     def spread(label: str, value) -> str:  # `value` at every position of index
-        return emit("Expand", [emit.constant(label, np.asarray(value, kind), kind), shape],
+        return emit("Expand", [emit.constant(label, np.asarray(value, kind), kind), shape()],
                     suffix=f"{label}_spread")
 
     if not attrs["include_self"]:

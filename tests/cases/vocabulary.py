@@ -75,10 +75,13 @@ for _name in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh"):
 case("acosh")(lambda: ([positive(3, 4) + 1.1], {}))
 case("roll")(lambda: ([normal(3, 4)], {"shift": 1, "axis": 1}))
 case("roll", "negative")(lambda: ([normal(3, 4)], {"shift": -2, "axis": 0}))
-case("scatter_add")(lambda: ([normal(3, 5), np.array([[0, 4, 4, 1], [2, 2, 2, 2], [3, 0, 1, 4]]),
-                              normal(3, 4)], {"axis": 1}))
-case("scatter_add", "src-larger")(lambda: ([normal(4, 3), np.array([[0, 3, 3], [1, 0, 3]]),
-                                            normal(3, 3)], {"axis": 0}))
+# scatter_add is scatter_reduce's sum with the input's own values (repeats add up)
+case("scatter_reduce", "sum-repeats")(lambda: (
+    [normal(3, 5), np.array([[0, 4, 4, 1], [2, 2, 2, 2], [3, 0, 1, 4]]), normal(3, 4)],
+    {"axis": 1, "reduce": 1, "include_self": 1}))
+case("scatter_reduce", "sum-src-larger")(lambda: (
+    [normal(4, 3), np.array([[0, 3, 3], [1, 0, 3]]), normal(3, 3)],
+    {"axis": 0, "reduce": 1, "include_self": 1}))
 # distinct positions in each row (a repeated write or a tie has no derivative: parity tests hold
 # PyTorch's convention there); none 0, sum 1, mean 2, amax 3, amin 4
 _PLACES = np.array([[0, 4, 2, 1], [3, 2, 0, 4], [1, 3, 4, 0]])

@@ -64,7 +64,8 @@ def test_a_value_is_written_at_every_position_index_names():
     (lambda x, i: x.scatter(1, i[:, :, None], x),
      "scatter: the index (2, 3, 1) must have the rank of the input (2, 3)"),
     (lambda x, i: x.scatter(1, i + 3, x), "scatter: index 3 is out of range for axis 1 of size 3"),
-    (lambda x, i: x.scatter(1, i.float(), x), "scatter: index must hold integers, received float32"),
+    (lambda x, i: x.scatter(1, i.float(), x),
+     "scatter: index must hold integers, received float32"),
 ])
 def test_refusals_name_the_argument(call, message):
     x = Tensor(np.ones((2, 3), np.float32))
@@ -76,7 +77,8 @@ def test_refusals_name_the_argument(call, message):
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_index_put_gradients_match_finite_differences(accumulate):
     rows, columns = np.array([[2], [0]]), np.array([[1, -1, 0]])   # 6 distinct positions
-    x, values, up = _rng.standard_normal((3, 4)), _rng.standard_normal(3), _rng.standard_normal((3, 4))
+    x, values = _rng.standard_normal((3, 4)), _rng.standard_normal(3)
+    up = _rng.standard_normal((3, 4))
     assert_gradients(lambda x, v: (x.index_put((Tensor(rows), Tensor(columns)), v,
                                                accumulate=accumulate) * up).sum(), [x, values])
 
@@ -98,7 +100,8 @@ def test_writing_through_integer_arrays_is_index_put():
     (lambda x: x.index_put(Tensor(np.array([0])), Tensor(np.ones(3, np.float32))),
      "index_put: indices must be a tuple of 1 to 2 index tensors"),
     (lambda x: x.index_put((Tensor(np.array([0, 1])),), Tensor(np.ones(2, np.float32))),
-     "index_put: values of shape (2,) cannot be broadcast to the (2, 3) positions the indices pick"),
+     "index_put: values of shape (2,) cannot be broadcast to the (2, 3) positions the indices "
+     "pick"),
     (lambda x: x.index_put((Tensor(np.array([5])),), Tensor(np.ones(3, np.float32))),
      "index_put: index 5 is out of range for axis 0 of size 2"),
 ])

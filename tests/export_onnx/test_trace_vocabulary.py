@@ -136,7 +136,8 @@ CASES = [
     ("bmm", lambda x: F.bmm(x.reshape(-1, 2, 2), x.reshape(-1, 2, 2)), X, B, "MatMul"),
     ("mm", lambda x: x.mm(W.T), X, B, "MatMul"),
     ("in-place-twins", lambda x: _twins(x), X, B, "Where"),
-    ("scatter-add", lambda x, pos: x.scatter_add(1, pos, x * 2) + F.scatter_add(x, 1, pos[:, :2], x),
+    ("scatter-add", lambda x, pos: x.scatter_add(1, pos, x * 2)
+     + F.scatter_add(x, 1, pos[:, :2], x),
      {"x": ("batch", 4), "pos": ("batch", 4)}, B, "ScatterElements"),
     # repeated positions in a row: the last write wins in Runtime as in numpy
     ("scatter", lambda x, pos: x.scatter(1, pos, x * 2) + F.scatter(x, 1, pos[:, :2], value=0.5)

@@ -15,15 +15,15 @@ from deepsharp.tensors.tensor import Tensor, apply, as_tensor
 
 def add(x: Any, other: Any, alpha: Any = 1) -> Tensor:
     """x + alpha * other (PyTorch's add)."""
-    return apply("add", x, other if _is_one(alpha) else apply("mul", other, alpha))
+    return apply("add", x, other if is_one(alpha) else apply("mul", other, alpha))
 
 
 def sub(x: Any, other: Any, alpha: Any = 1) -> Tensor:
     """x - alpha * other (PyTorch's sub)."""
-    return apply("sub", x, other if _is_one(alpha) else apply("mul", other, alpha))
+    return apply("sub", x, other if is_one(alpha) else apply("mul", other, alpha))
 
 
-def _is_one(alpha: Any) -> bool:
+def is_one(alpha: Any) -> bool:
     """Whether alpha is the number 1 (a tensor or another number scales `other`)."""
     if isinstance(alpha, Tensor):
         return False
@@ -155,11 +155,11 @@ def addmm(x: Any, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Ten
     """beta * x + alpha * (a @ b), a and b matrices (torch.addmm); beta 0 ignores x, NaN
     included, as PyTorch's."""
     product = mm(a, b)
-    if not _is_one(alpha):
+    if not is_one(alpha):
         product = apply("mul", product, alpha)
     if not isinstance(beta, Tensor) and beta == 0:
         return product
-    return apply("add", x if _is_one(beta) else apply("mul", x, beta), product)
+    return apply("add", x if is_one(beta) else apply("mul", x, beta), product)
 
 
 def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:

@@ -11,9 +11,8 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import keywords as kw
-from deepsharp.tensors.api.build import full_like
 from deepsharp.tensors.api.reduce import ValuesIndices
-from deepsharp.tensors.ops.index import SCATTER_REDUCTIONS
+from deepsharp.tensors.ops.index import SUM
 from deepsharp.tensors.symint import live
 from deepsharp.tensors.tensor import Tensor, apply, as_tensor
 
@@ -79,25 +78,28 @@ def masked_fill(x: Tensor, mask: Any, value: Any) -> Tensor:
     mask = as_tensor(mask)
     if mask.dtype != np.bool_:
         raise OpError(f"masked_fill: the mask must be a bool tensor, received {mask.dtype}")
-    if isinstance(value, Tensor):
-        if value.ndim:
-            raise OpError(f"masked_fill: value must be a number or a 0-d tensor, received "
-                          f"shape {value.shape}")
-        if value.dtype != x.dtype:
-            value = value.astype(x.dtype)
-    else:
-        try:
-            if not isinstance(value, (bool, np.bool_)):  # (a number taken as it is, not a float)
-                kw.number("masked_fill", "value", value)
-            value = Tensor(np.asarray(value, dtype=x.dtype))
-        except (TypeError, ValueError, OpError):
-            raise OpError(f"masked_fill: value must be a number or a 0-d tensor, received "
-                          f"{value!r}") from None
-    result = apply("where", mask, value, x)
+    result = apply("where", mask, fill_value("masked_fill", x, value), x)
     if result.shape != x.shape:
         raise OpError(f"masked_fill: the mask {mask.shape} must broadcast to the tensor's shape "
                       f"{x.shape}")
     return result
+
+
+def fill_value(op: str, x: Tensor, value: Any) -> Tensor:
+    """A fill's value as PyTorch takes it: a number (a bool too) or a 0-d tensor, in x's dtype
+    (a number taken as it is, never through a float)."""
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise OpError(f"{op}: value must be a number or a 0-d tensor, received shape "
+                          f"{tuple(value.shape)}")
+        return value if value.dtype == x.dtype else value.astype(x.dtype)
+    try:
+        if not isinstance(value, (bool, np.bool_)):
+            kw.number(op, "value", value)
+        return Tensor(np.asarray(value, dtype=x.dtype))
+    except (TypeError, ValueError, OpError):
+        raise OpError(f"{op}: value must be a number or a 0-d tensor, received {value!r}") \
+            from None
 
 
 def topk(x: Tensor, k: int, dim: Any = None, largest: bool = True, sorted: bool = True, *,
@@ -158,154 +160,6 @@ def _trilu(op: str, x: Tensor, diagonal: int, upper: int) -> Tensor:
     return apply("trilu", x, upper=upper, k=kw.integer(op, "diagonal", diagonal))
 
 
-def scatter_add(x: Tensor, dim: Any, index: Any, src: Any) -> Tensor:
-    """PyTorch's scatter_add: x with src[i][j] added at x[i][index[i][j]] for dim 1 (repeats add
-    up); index has x's rank, no larger a size than src's, nor x's on the other axes."""
-    index = _index("scatter_add", index)
-    return apply("scatter_add", x, index, as_tensor(src, like=x._data),
-                 axis=kw.axis("scatter_add", dim, x.ndim))
-
-
-def _scatter(op: str, x: Tensor, dim: Any, index: Any, src: Any, reduce: str,
-             include_self: bool) -> Tensor:
-    index = _index(op, index)
-    if isinstance(src, Tensor):
-        if src.dtype != x.dtype:
-            raise OpError(f"{op}: src must have the input's dtype {x.dtype}, received {src.dtype} "
-                          f"(PyTorch refuses it too)")
-    elif isinstance(src, (int, float, bool, np.number)) and not live(src):
-        # a number: the value written at every position of index (PyTorch's `value`)
-        src = full_like(index, src, x.dtype)  # (index's shape, symbolic axes included)
-    else:
-        raise OpError(f"{op}: src must be a tensor or a number, received {type(src).__name__}")
-    return apply("scatter_reduce", x, index, src, axis=kw.axis(op, dim, x.ndim),
-                 reduce=SCATTER_REDUCTIONS[reduce], include_self=int(bool(include_self)))
-
-
-def scatter(x: Tensor, dim: Any, index: Any, src: Any = None, *, value: Any = None,
-            reduce: str | None = None) -> Tensor:
-    """PyTorch's scatter: x with src[i][j] written at x[i][index[i][j]] for dim 1 (src a tensor,
-    or a number `value` written everywhere index points); where index repeats a position, the
-    last write wins (PyTorch's CPU order, and ONNX Runtime's). reduce="add" adds instead (the
-    deprecated form of scatter_add); "multiply" is refused."""
-    if (src is None) == (value is None):
-        raise OpError("scatter: give src (a tensor or a number) or value, not both nor neither")
-    if reduce not in (None, "add"):
-        raise OpError(f"scatter: reduce={reduce!r} is not supported; reduce=None or 'add' (a "
-                      f"product of scattered values is not)")
-    return _scatter("scatter", x, dim, index, value if src is None else src,
-                    "none" if reduce is None else "sum", True)
-
-
-def scatter_reduce(x: Tensor, dim: Any, index: Any, src: Any, reduce: str, *,
-                   include_self: bool = True) -> Tensor:
-    """PyTorch's scatter_reduce: src[i][j] combined into x[i][index[i][j]] for dim 1 by reduce
-    ("sum", "mean", "amax" or "amin"), with x's own value unless include_self=False (then a
-    position index names holds only what is scattered there). Positions index never names keep
-    x's value. An integer mean floors, as PyTorch's. "prod" is refused."""
-    if reduce not in ("sum", "mean", "amax", "amin"):
-        raise OpError(f"scatter_reduce: reduce must be 'sum', 'mean', 'amax' or 'amin', received "
-                      f"{reduce!r}" + (" (a product of scattered values is not supported)"
-                                       if reduce == "prod" else ""))
-    if not isinstance(src, Tensor):
-        raise OpError(f"scatter_reduce: src must be a tensor, received {type(src).__name__}")
-    if not isinstance(include_self, (bool, np.bool_)):
-        raise OpError(f"scatter_reduce: include_self must be True or False, received "
-                      f"{include_self!r}")
-    return _scatter("scatter_reduce", x, dim, index, src, reduce, include_self)
-
-
-def index_put(x: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
-    """PyTorch's index_put: x with values written at x[indices] (a tuple of integer index tensors
-    for x's first axes, broadcast together; values broadcast to the positions they pick). Where a
-    position repeats, the last write wins (PyTorch's CPU order), or with accumulate=True all of
-    them add up. Bool masks are refused here: `masked_fill`, or `x[mask] = v`, write through one."""
-    if not isinstance(indices, (tuple, list)) or not indices or len(indices) > x.ndim:
-        raise OpError(f"index_put: indices must be a tuple of 1 to {x.ndim} index tensors, "
-                      f"received {indices!r}")
-    found = []
-    for k, index in enumerate(indices):
-        index = index if isinstance(index, Tensor) else Tensor(np.asarray(index))
-        if index.dtype == np.bool_:
-            raise OpError(f"index_put: indices[{k}] is a bool mask; write through it with "
-                          f"masked_fill or x[mask] = value")
-        found.append(_index("index_put", index))
-    values = as_tensor(values, like=x._data)
-    if values.dtype != x.dtype:
-        raise OpError(f"index_put: values must have the input's dtype {x.dtype}, received "
-                      f"{values.dtype} (PyTorch refuses it too)")
-    return apply("index_put", x, values, *found, accumulate=int(bool(accumulate)))
-
-
-def _along_first(op: str, x: Tensor, dim: Any, index: Any, fill) -> Tensor:
-    """fill(x with `dim` moved first, the 1-d index): index_put along `dim`, moved back."""
-    at = kw.axis(op, dim, x.ndim)
-    index = _index(op, index)
-    if index.ndim != 1:
-        raise OpError(f"{op}: index must be 1-d, received shape {tuple(index.shape)}")
-    moved = x.movedim(at, 0) if at else x
-    done = fill(moved, index, at)
-    return done.movedim(0, at) if at else done
-
-
-def index_fill(x: Tensor, dim: Any, index: Any, value: Any) -> Tensor:
-    """PyTorch's index_fill: x with `value` (a number or a 0-d tensor, taken in x's dtype) at
-    every position of `dim` the 1-d index names; the gradient reaches x elsewhere (and a 0-d
-    tensor value, summed over the filled places)."""
-    if isinstance(value, Tensor):
-        if value.ndim:
-            raise OpError(f"index_fill: value must be a number or a 0-d tensor, received shape "
-                          f"{tuple(value.shape)}")
-        value = value if value.dtype == x.dtype else value.astype(x.dtype)
-    else:
-        if not isinstance(value, (bool, np.bool_)):
-            kw.number("index_fill", "value", value)
-        value = Tensor(np.asarray(value, dtype=x.dtype))
-    return _along_first("index_fill", x, dim, index,
-                        lambda moved, idx, at: index_put(moved, (idx,), value))
-
-
-def index_copy(x: Tensor, dim: Any, index: Any, source: Any) -> Tensor:
-    """PyTorch's index_copy: x with source's slices along `dim` written at the positions the
-    1-d index names (source: x's shape with len(index) along dim, x's dtype); where the index
-    repeats, the last write wins (PyTorch leaves it open)."""
-    source = as_tensor(source, like=x._data)
-    if source.dtype != x.dtype:
-        raise OpError(f"index_copy: source must have the input's dtype {x.dtype}, received "
-                      f"{source.dtype} (PyTorch refuses it too)")
-
-    def fill(moved: Tensor, idx: Tensor, at: int) -> Tensor:
-        part = source.movedim(at, 0) if at and source.ndim > at else source
-        wanted = (idx.shape[0], *moved.shape[1:])
-        if tuple(part.shape) != tuple(wanted):
-            raise OpError(f"index_copy: source must have shape {_moved_back(wanted, at)} (the "
-                          f"input's, with {idx.shape[0]} along dim {at}), received "
-                          f"{tuple(source.shape)}")
-        return index_put(moved, (idx,), part)
-
-    return _along_first("index_copy", x, dim, index, fill)
-
-
-def _moved_back(shape: tuple, at: int) -> tuple:
-    shape = list(shape)
-    return tuple(shape[1:at + 1] + shape[:1] + shape[at + 1:])
-
-
-def index_add(x: Tensor, dim: Any, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
-    """PyTorch's index_add: x with alpha * source[..., i, ...] added at x[..., index[i], ...]
-    along dim (index 1-d, as long as source's dim; repeats add up)."""
-    index = _index("index_add", index)
-    at = kw.axis("index_add", dim, x.ndim)
-    source = as_tensor(source, like=x._data)
-    if index.ndim != 1 or source.ndim != x.ndim or index.shape[0] != source.shape[at]:
-        raise OpError(f"index_add: a 1-d index as long as source's dim {at}, received an index "
-                      f"{tuple(index.shape)} and source {tuple(source.shape)}")
-    spread = index.reshape(*[-1 if d == at else 1 for d in range(x.ndim)]).expand(*source.shape)
-    if not (not isinstance(alpha, Tensor) and alpha == 1):
-        source = apply("mul", source, alpha)
-    return apply("scatter_add", x, spread, source, axis=at)
-
-
 def diagonal(x: Tensor, offset: Any = 0, dim1: Any = 0, dim2: Any = 1) -> Tensor:
     """PyTorch's diagonal: the entries x[..., i, i + offset, ...] over dims dim1 and dim2, as a
     last axis (offset > 0 above the main diagonal, < 0 below). Both dims must have fixed sizes in
@@ -343,15 +197,15 @@ def diag(x: Tensor, diagonal: Any = 0) -> Tensor:
     size = n + abs(k)
     places = (np.arange(n) + max(-k, 0)) * size + np.arange(n) + max(k, 0)  # flat (row, col)
     empty = Tensor(np.zeros(size * size, x.dtype))
-    return apply("scatter_add", empty, Tensor(places), x, axis=0).reshape(size, size)
+    return apply("scatter_reduce", empty, Tensor(places), x, axis=0, reduce=SUM,
+                 include_self=1).reshape(size, size)
 
 
 def nonzero(x: Tensor, *, as_tuple: Any = False) -> Any:
     """PyTorch's nonzero: the positions of x's non-zero entries (NaN is non-zero), in row-major
     order, as an int64 (count, rank) tensor, or with as_tuple=True one int64 tensor per axis. Its
     size is read from the values, so a trace refuses it; no gradient, as PyTorch has none."""
-    if not isinstance(as_tuple, (bool, np.bool_)):
-        raise OpError(f"nonzero: as_tuple must be True or False, received {as_tuple!r}")
+    kw.flag("nonzero", "as_tuple", as_tuple)
     values = x._read("nonzero(), whose result's size is read from the values")
     places = np.argwhere(values).astype(np.int64)
     if as_tuple:

@@ -100,27 +100,9 @@ class OneHot:
         return (ids[..., None] == np.arange(depth)).astype(np.int64), None
 
 
-@primitive("scatter_add")
-class ScatterAdd:
-    """out = a, then out[..., index[..., i, ...], ...] += src[..., i, ...] along `axis` for every
-    position of `index` (PyTorch's scatter_add; repeats add up; src read over index's shape).
-    Gradients: a gets grad, src gets grad gathered by index (zero past index's shape)."""
-
-    def forward(a, index, src, *, axis):
-        check_scatter("scatter_add", a, index, src, axis)
-        out = a.copy()
-        np.add.at(out, _along(index, axis), src[tuple(slice(n) for n in index.shape)])
-        return out, None
-
-    def backward(grad, saved, a, index, src, *, axis):
-        gsrc = np.zeros(src.shape, grad.dtype)
-        gsrc[tuple(slice(n) for n in index.shape)] = grad[_along(index, axis)]
-        return grad, None, gsrc
-
-
 # scatter_reduce's reductions (a record's attributes are numbers): PyTorch's names
 SCATTER_REDUCTIONS = {"none": 0, "sum": 1, "mean": 2, "amax": 3, "amin": 4}
-_NONE, _SUM, _MEAN, _AMAX, _AMIN = range(5)
+_NONE, SUM, _MEAN, _AMAX, _AMIN = range(5)
 
 
 def identity(reduce: int, dtype: np.dtype):
@@ -136,52 +118,62 @@ def identity(reduce: int, dtype: np.dtype):
 
 
 def _scatter_parts(a, index, src, axis):
-    """The fancy index of every scattered position, src read over index's shape, and which of
-    a's positions receive at least one value."""
-    along = _along(index, axis)
-    received = np.zeros(a.shape, bool)
+    """The fancy index of every scattered position, and src read over index's shape."""
+    return _along(index, axis), src[tuple(slice(n) for n in index.shape)]
+
+
+def _received(shape, along) -> np.ndarray:
+    """Which positions receive at least one scattered value."""
+    received = np.zeros(shape, bool)
     received[along] = True
-    return along, src[tuple(slice(n) for n in index.shape)], received
+    return received
+
+
+def _counts(shape, along, received, include_self, dtype) -> np.ndarray:
+    """A mean's divisor at every position: the values scattered there (and the input's own with
+    include_self); 1 where nothing is, so the input's value stays."""
+    counts = np.zeros(shape, dtype)
+    np.add.at(counts, along, 1)
+    return np.where(received, counts + bool(include_self), 1).astype(dtype)
 
 
 @primitive("scatter_reduce")
 class ScatterReduce:
-    """PyTorch's scatter and scatter_reduce along `axis`: at every position of `index`,
-    src[..., i, ...] goes to out[..., index[..., i, ...], ...], combined by `reduce` (none: the
-    last write wins; sum; mean; amax; amin), with the input's own value when `include_self`.
-    Positions no index names keep the input's value. Integer means floor, as PyTorch's.
+    """PyTorch's scatter, scatter_add and scatter_reduce along `axis`: at every position of
+    `index`, src[..., i, ...] goes to out[..., index[..., i, ...], ...], combined by `reduce`
+    (none: the last write wins; sum: repeats add up; mean; amax; amin), with the input's own
+    value when `include_self`. src is read over index's shape; positions no index names keep the
+    input's value. Integer means floor, as PyTorch's.
 
     Gradients, as PyTorch's: none and sum pass the gradient to what was written (src gathered by
-    index; the input where it is kept); mean divides it by each position's count; amax and amin
-    share it evenly among every value equal to the result."""
+    index, zero past index's shape; the input where its value is kept); mean divides it by each
+    position's count; amax and amin share it evenly among every value equal to the result."""
 
     def forward(a, index, src, *, axis, reduce, include_self):
         check_scatter("scatter", a, index, src, axis)
-        along, part, received = _scatter_parts(a, index, src, axis)
+        along, part = _scatter_parts(a, index, src, axis)
         out = a.copy()
         if reduce == _NONE:
             out[along] = part
             return out, None
-        if not include_self:
+        received = None if include_self else _received(a.shape, along)
+        if received is not None:
             out[received] = identity(reduce, a.dtype)
-        ufunc = {_SUM: np.add, _MEAN: np.add, _AMAX: np.maximum, _AMIN: np.minimum}[reduce]
+        ufunc = {SUM: np.add, _MEAN: np.add, _AMAX: np.maximum, _AMIN: np.minimum}[reduce]
         ufunc.at(out, along, part)
         if reduce == _MEAN:
-            counts = np.zeros(a.shape, a.dtype)
-            np.add.at(counts, along, 1)
-            counts = np.where(received, counts + bool(include_self), 1).astype(a.dtype)
+            received = _received(a.shape, along) if received is None else received
+            counts = _counts(a.shape, along, received, include_self, a.dtype)
             out = out / counts if a.dtype.kind == "f" else out // counts
         return out, (out if reduce in (_AMAX, _AMIN) else None)  # (the ties' rule reads it)
 
     def backward(grad, out, a, index, src, *, axis, reduce, include_self):
-        along, part, received = _scatter_parts(a, index, src, axis)
-        # where the input's own value counts
-        kept = np.logical_not(received) if reduce == _NONE else (
-            True if include_self else np.logical_not(received))
+        along, part = _scatter_parts(a, index, src, axis)
+        # where the input's own value counts (None: everywhere)
+        kept = None if include_self and reduce != _NONE else ~_received(a.shape, along)
         if reduce == _MEAN:
-            counts = np.zeros(a.shape, grad.dtype)
-            np.add.at(counts, along, 1)
-            grad = grad / np.where(received, counts + bool(include_self), 1).astype(grad.dtype)
+            received = _received(a.shape, along)
+            grad = grad / _counts(a.shape, along, received, include_self, grad.dtype)
         if reduce in (_AMAX, _AMIN):
             # PyTorch's rule, to the letter: the input's value is counted among the ties where it
             # equals the result even when include_self=False leaves it out (it then gets none)
@@ -189,13 +181,14 @@ class ScatterReduce:
             counts = self_hit.astype(grad.dtype)
             np.add.at(counts, along, src_hit.astype(grad.dtype))
             grad = np.divide(grad, counts, out=np.zeros_like(grad), where=counts > 0)
-            ga, gpart = np.where(self_hit & kept, grad, 0).astype(grad.dtype), \
-                np.where(src_hit, grad[along], 0).astype(grad.dtype)
+            ga = np.where(self_hit if kept is None else self_hit & kept, grad, 0)
+            gpart = np.where(src_hit, grad[along], 0)
         else:
-            ga, gpart = np.where(kept, grad, 0).astype(grad.dtype), grad[along]
+            ga = grad if kept is None else np.where(kept, grad, 0)
+            gpart = grad[along]
         gsrc = np.zeros(src.shape, grad.dtype)
         gsrc[tuple(slice(n) for n in index.shape)] = gpart
-        return ga, None, gsrc
+        return ga.astype(grad.dtype, copy=False), None, gsrc
 
 
 @primitive("index_put")
