@@ -26,6 +26,7 @@ from deepsharp.layers.windows import (
     require_places, window_output,
 )
 from deepsharp.shape import Shape
+from deepsharp.tensors.ops.windows import CEIL_NEEDS_PADS
 from deepsharp.tensors import Tensor, apply
 
 
@@ -67,8 +68,7 @@ class PoolSpec(LayerSpec):
     def build(self, shape: Shape, at: Lowering) -> "PoolStep":
         require_places(shape, self.places)
         if self.ceil_mode and self.padding == "same":
-            raise ShapeError("ceil_mode takes an explicit padding (PyTorch's pools have no "
-                             "padding='same'): give padding as numbers, or ceil_mode=False")
+            raise ShapeError(CEIL_NEEDS_PADS)
         if self.padding != "same":
             pads = explicit_pads(self.padding, tuple(shape)[:-1], self.kernel_size, self.strides,
                                  self.dilations)

@@ -140,14 +140,14 @@ def _index_arrays(index: Any) -> list[Tensor] | None:
         if isinstance(item, (int, np.integer)):
             found.append(Tensor(np.asarray(item, np.int64)))
             continue
-        array = item if isinstance(item, Tensor) else None
-        if array is None:
+        if not isinstance(item, Tensor):
             try:
-                array = Tensor(np.asarray(item))
+                item = np.asarray(item)
             except (TypeError, ValueError):
                 return None
-        if array.dtype.kind not in "iu":
+        if item.dtype.kind not in "iu":
             return None
+        array = item if isinstance(item, Tensor) else Tensor(item)
         found.append(array if array.dtype == np.int64 else array.astype(np.int64))
         any_array = True
     return found if any_array else None

@@ -343,7 +343,6 @@ class Tensor(TensorMethods):
         return apply("cast", self, to=np.dtype(dtype).str)
 
 
-
 def as_tensor(value: Any, like: np.ndarray | None = None) -> Tensor:
     """`value` as a Tensor. A Python number mixed into a float operation takes that operation's
     float type, so `x * 2.0` stays float32 (numpy would otherwise promote a float64 scalar)."""

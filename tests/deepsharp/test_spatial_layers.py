@@ -118,6 +118,27 @@ def test_avg_pool_counts_the_border_only_when_asked():
     np.testing.assert_allclose(out[0, :, 0], [1, 2, 3, 7 / 3])
 
 
+def test_ceil_mode_counts_a_last_partial_window_as_pytorch():
+    """5 places, windows of 2 at stride 2: floor gives 2, ceil 3 (the last holds the fifth place
+    alone, and a mean divides by the one place it holds)."""
+    x = series(1, 2, 3, 4, 5)
+    np.testing.assert_allclose(run(Sequential().max_pool1d(2, ceil_mode=True), x)[0, :, 0],
+                               [2, 4, 5])
+    np.testing.assert_allclose(run(Sequential().avg_pool1d(2, ceil_mode=True), x)[0, :, 0],
+                               [1.5, 3.5, 5])
+
+
+def test_ceil_mode_with_padding_same_is_refused_by_layer_and_function():
+    from deepsharp import functional as F
+
+    with pytest.raises(ShapeError, match="ceil_mode takes an explicit padding"):
+        Sequential().max_pool1d(2, padding="same", ceil_mode=True).lower(Shape(5, 1))
+    with pytest.raises(OpError, match="pool: ceil_mode takes an explicit padding"):
+        F.max_pool(Tensor(np.ones((1, 5, 1), np.float32)), 2, padding="same", ceil_mode=True)
+    with pytest.raises(OpError, match="pool: ceil_mode must be True or False"):
+        F.avg_pool(Tensor(np.ones((1, 5, 1), np.float32)), 2, ceil_mode="yes")
+
+
 def test_global_pools():
     x = np.arange(12, dtype=np.float32).reshape(1, 3, 2, 2)  # places (3, 2), channels 2
     np.testing.assert_allclose(run(Sequential().global_avg_pool(), x), [[5, 6]])

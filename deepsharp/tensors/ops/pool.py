@@ -15,15 +15,16 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors.ops.windows import (
-    NOTSET, ceil_pads, crop_places, offset_slices, offsets, output_lengths, pad_places,
-    resolve_pads,
+    CEIL_NEEDS_PADS, NOTSET, ceil_pads, crop_places, offset_slices, offsets, output_lengths,
+    pad_places, resolve_pads,
 )
 from deepsharp.tensors.primitives import primitive
 
 
 def _geometry(x, kernel, strides, dilations, pads, auto_pad, ceil_mode=0):
-    """The pads (begins, ends; with ceil_mode the ends grown to hold the last windows: never
-    counted, as they hold no place) and the output lengths."""
+    """The pads as declared (begins, ends), the pads the windows run over (with ceil_mode the
+    ends grown to hold the last windows: never counted, as they hold no place) and the output
+    lengths."""
     if x.ndim != len(kernel) + 2:
         raise OpError(f"pool: a window of {len(kernel)} place axes needs x (N, *places, C) of "
                       f"rank {len(kernel) + 2}, received {x.shape}")
@@ -32,9 +33,12 @@ def _geometry(x, kernel, strides, dilations, pads, auto_pad, ceil_mode=0):
         if max(pads[i], pads[len(kernel) + i]) >= (k - 1) * dilations[i] + 1:
             raise OpError(f"pool: pads {pads} on axis {i + 1} reach beyond a whole window of "
                           f"{k}: a window would hold no value")
+    declared = pads
     if ceil_mode:
+        if auto_pad != NOTSET:
+            raise OpError(f"pool: {CEIL_NEEDS_PADS}")
         pads = ceil_pads(x.shape[1:-1], kernel, strides, dilations, pads)
-    return pads, output_lengths(x.shape[1:-1], kernel, strides, dilations, pads)
+    return declared, pads, output_lengths(x.shape[1:-1], kernel, strides, dilations, pads)
 
 
 @primitive("max_pool")
@@ -45,7 +49,7 @@ class MaxPool:
 
     def forward(x, *, kernel, strides, pads, dilations=(), auto_pad=NOTSET, ceil_mode=0):
         dilations = dilations or (1,) * len(kernel)
-        pads, out = _geometry(x, kernel, strides, dilations, pads, auto_pad, ceil_mode)
+        _, pads, out = _geometry(x, kernel, strides, dilations, pads, auto_pad, ceil_mode)
         xp = pad_places(x, pads, -np.inf)
         views = [xp[offset_slices(o, out, strides, dilations)] for o in offsets(kernel)]
         best = views[0].copy() if len(views) == 1 else np.maximum(views[0], views[1])
@@ -95,8 +99,7 @@ class AvgPool:
 
     def forward(x, *, kernel, strides, pads, count_include_pad, auto_pad=NOTSET, ceil_mode=0):
         ones = (1,) * len(kernel)
-        declared, _ = _geometry(x, kernel, strides, ones, pads, auto_pad)
-        pads, out = _geometry(x, kernel, strides, ones, pads, auto_pad, ceil_mode)
+        declared, pads, out = _geometry(x, kernel, strides, ones, pads, auto_pad, ceil_mode)
         xp = pad_places(x, pads)
         total = None
         for offset in offsets(kernel):

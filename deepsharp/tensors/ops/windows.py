@@ -65,6 +65,11 @@ def output_lengths(lengths: Sequence[int], kernel: Sequence[int], strides: Seque
     return tuple(out)
 
 
+# ceil_mode counts windows past explicit pads; PyTorch's pools have no padding="same"
+CEIL_NEEDS_PADS = ("ceil_mode takes an explicit padding (PyTorch's pools have no padding='same'): "
+                   "give padding as numbers, or ceil_mode=False")
+
+
 def ceil_pads(lengths: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
               dilations: Sequence[int], pads: Sequence[int]) -> tuple[int, ...]:
     """`pads` with the ends grown so the windows reach over the end: PyTorch's ceil_mode, ceil((n
