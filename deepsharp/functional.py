@@ -221,6 +221,95 @@ def _ceil(ceil_mode: Any) -> dict:
     return {"ceil_mode": 1} if kw.flag("pool", "ceil_mode", ceil_mode) else {}
 
 
+def adaptive_avg_pool(x: Tensor, size) -> Tensor:
+    return apply("adaptive_avg_pool", x, sizes=_window(size, x.ndim - 2))
+
+
+def adaptive_max_pool(x: Tensor, size) -> Tensor:
+    return apply("adaptive_max_pool", x, sizes=_window(size, x.ndim - 2))
+
+
+def pad(x: Tensor, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
+    """x padded on every axis by `pads` (the begins of all axes, then the ends, as ONNX's Pad)."""
+    return apply("pad", x, pads=tuple(int(p) for p in pads), mode=mode, value=float(value))
+
+
+def interpolate(x: Tensor, size=None, scale=None, mode: str = "nearest",
+                align_corners: bool = False) -> Tensor:
+    """The places resized to `size`, or multiplied by an integer `scale`, as `upsample`
+    ("nearest" or "bilinear")."""
+    nd = x.ndim - 2
+    if (size is None) == (scale is None):
+        raise SpecError("interpolate: give exactly one of size and scale")
+    sizes = (_window(size, nd) if size is not None else
+             tuple(n * s for n, s in zip(x._data.shape[1:-1], _window(scale, nd))))
+    return apply("resize", x, sizes=sizes, mode="nearest" if mode == "nearest" else "linear",
+                 align_corners=int(align_corners))
+
+
+def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
+    return apply("layer_norm", x, weight, bias, eps=float(eps))
+
+
+def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-5) -> Tensor:
+    return apply("rms_norm", x, weight, eps=float(eps))
+
+
+def group_norm(x: Tensor, groups: int, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
+    return apply("group_norm", x, weight, bias, groups=int(groups), eps=float(eps))
+
+
+def batch_norm(x: Tensor, running_mean: Tensor, running_var: Tensor, weight: Tensor, bias: Tensor,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """PyTorch's F.batch_norm over the last axis: in training, by the batch's statistics, the
+    running ones updated in place (unbiased variance); else by the running statistics."""
+    if not training:
+        return apply("batch_norm_eval", x, weight, bias, running_mean, running_var, eps=float(eps))
+    y, mean, var = apply("batch_norm", x, weight, bias, eps=float(eps))
+    count = x._data.size // x._data.shape[-1]
+    unbiased = var._data * (count / (count - 1))
+    for running, batch in ((running_mean, mean._data), (running_var, unbiased)):
+        running._data *= 1.0 - momentum
+        running._data += (momentum * batch).astype(running._data.dtype)
+    return y
+
+
+# -- series: x (N, steps, C) -----------------------------------------------------------------------
+# Each is the primitive the layer of the same name applies (see deepsharp.layers.embedding,
+# .attention, .recurrent), with its weights as that layer holds them.
+def embedding(ids: Tensor, weight: Tensor, padding_index: int | None = None) -> Tensor:
+    """weight[ids]: int64 ids of any shape give ids.shape + (width,); the row `padding_index`
+    gets no gradient (PyTorch's padding_idx)."""
+    return apply("embedding", weight, ids,
+                 padding_index=-1 if padding_index is None else int(padding_index))
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor | None = None,
+              causal: bool = False, scale: float | None = None) -> Tensor:
+    """softmax(q k^T * scale) v over q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv), scale
+    1 / sqrt(d) unless given; `key_mask` (batch, Tk) bool leaves keys out, `causal` lets query i
+    see keys j <= i only; a query with no key left gives zeros."""
+    scale = 1.0 / float(np.sqrt(q.shape[-1])) if scale is None else float(scale)
+    extra = () if key_mask is None else (key_mask,)
+    return apply("attention", q, k, v, *extra, scale=scale, causal=int(causal))
+
+
+def lstm(x: Tensor, weight_ih: Tensor, weight_hh: Tensor, bias_ih: Tensor, bias_hh: Tensor,
+         lengths: Tensor | None = None, reverse: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+    """One LSTM layer over x (batch, steps, in), PyTorch's gates (i, f, g, o), kernels (in, 4H)
+    and (H, 4H): (y (batch, steps, H), last state (batch, H), last cell (batch, H)). `lengths`
+    (batch,) int64: each series' real steps (outputs beyond are zero)."""
+    extra = () if lengths is None else (lengths,)
+    return apply("lstm", x, weight_ih, weight_hh, bias_ih, bias_hh, *extra, reverse=int(reverse))
+
+
+def gru(x: Tensor, weight_ih: Tensor, weight_hh: Tensor, bias_ih: Tensor, bias_hh: Tensor,
+        lengths: Tensor | None = None, reverse: bool = False) -> tuple[Tensor, Tensor]:
+    """One GRU layer (PyTorch's gates r, z, n; kernels (in, 3H) and (H, 3H)): (y, last state)."""
+    extra = () if lengths is None else (lengths,)
+    return apply("gru", x, weight_ih, weight_hh, bias_ih, bias_hh, *extra, reverse=int(reverse))
+
+
 # -- the tensor first ------------------------------------------------------------------------------
 def _tensor_first(name: str, fn):
     """`fn` taking its first argument as PyTorch's functions do: a tensor (a numpy array or a
