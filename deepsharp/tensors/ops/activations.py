@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.special import erf, expit
@@ -68,34 +69,11 @@ def blocks(size: int) -> list[slice]:
     return [slice(start, min(start + BLOCK, size)) for start in range(0, size, BLOCK)]
 
 
-def erf32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """erf of float32 values by the rational approximation above (into `out` if given; `out`
-    may be `x`)."""
-    flat = x.reshape(-1)
-    result = np.empty_like(flat) if out is None else out.reshape(-1)
-    for part in blocks(flat.size):
-        v = np.clip(flat[part], -4.0, 4.0, dtype=np.float32)
-        z = v * v
-        p = z * _ERF_NUMERATOR[0]  # Horner's rule in z = x^2, numerator then denominator
-        for c in _ERF_NUMERATOR[1:-1]:
-            p += c
-            p *= z
-        p += _ERF_NUMERATOR[-1]
-        q = z * _ERF_DENOMINATOR[0]
-        for c in _ERF_DENOMINATOR[1:-1]:
-            q += c
-            q *= z
-        q += _ERF_DENOMINATOR[-1]
-        np.multiply(p, v, out=p)
-        np.divide(p, q, out=result[part])
-    return result.reshape(x.shape)
-
-
-# GELU's constants as 0-d float32 arrays: the same values and the same float32 arithmetic, but
+# The constants as 0-d float32 arrays: the same values and the same float32 arithmetic, but
 # numpy's clip with Python float bounds runs a slow loop (2.4x slower over a block, measured) and
 # a Python float or numpy scalar operand adds call overhead. The Horner steps numerator and
 # denominator share run stacked, (c_numerator, c_denominator) a column each: one call per step
-# for both (21 numpy calls a block instead of 28).
+# for both (21 numpy calls a block of GELU instead of 28).
 def _f32(value: float) -> np.ndarray:
     return np.array(value, np.float32)
 
@@ -108,15 +86,13 @@ _ERF_COLUMNS = [np.array([[a], [b]], np.float32)
                 for a, b in zip(_ERF_NUMERATOR[3:], _ERF_DENOMINATOR[1:])]
 
 
-def _gelu_erf32_block(x: np.ndarray, c: np.ndarray, out: np.ndarray, z: np.ndarray,
-                      pq: np.ndarray) -> None:
-    """GELU of one block of float32 values x: c = Phi(x) = (erf32(x / sqrt 2) + 1) / 2 and
-    out = x c, with work buffers z and pq (2, n). erf32's operations in its order: the numerator
-    p's first Horner steps alone, then p and the denominator q stacked (q's first step b0 z is
-    z b0, the same product)."""
-    np.multiply(x, _C["inv_sqrt_2"], out=c)
-    np.clip(c, _C["low"], _C["high"], out=c)
-    np.multiply(c, c, out=z)
+def _erf32_block(v: np.ndarray, out: np.ndarray, z: np.ndarray, pq: np.ndarray) -> None:
+    """erf32 of one block of float32 values v into `out` (which may be v), with work buffers z
+    and pq (2, n): v clipped to [-4, 4], then Horner's rule in z = v^2, the numerator p's first
+    steps alone, then p and the denominator q stacked (q's first step b0 z is z b0, the same
+    product), then p v / q."""
+    np.clip(v, _C["low"], _C["high"], out=out)
+    np.multiply(out, out, out=z)
     p = pq[0]
     np.multiply(z, _C["n0"], out=p)
     np.add(p, _C["n1"], out=p)
@@ -126,8 +102,35 @@ def _gelu_erf32_block(x: np.ndarray, c: np.ndarray, out: np.ndarray, z: np.ndarr
     for column in _ERF_COLUMNS:
         np.multiply(pq, z, out=pq)
         np.add(pq, column, out=pq)
-    np.multiply(p, c, out=p)
-    np.divide(p, pq[1], out=c)
+    np.multiply(p, out, out=p)
+    np.divide(p, pq[1], out=out)
+
+
+def _by_blocks(size: int, dtype, block: Any) -> None:
+    """block(part, z, pq) for each block of `size` values, with work buffers made once."""
+    n = min(BLOCK, size)
+    z, pq = np.empty(n, dtype), np.empty((2, n), dtype)
+    for part in blocks(size):
+        m = part.stop - part.start
+        block(part, z[:m], pq[:, :m])
+
+
+def erf32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """erf of float32 values by the rational approximation above (into `out` if given; `out`
+    may be `x`)."""
+    flat = x.reshape(-1)
+    result = np.empty_like(flat) if out is None else out.reshape(-1)
+    _by_blocks(flat.size, flat.dtype,
+               lambda part, z, pq: _erf32_block(flat[part], result[part], z, pq))
+    return result.reshape(x.shape)
+
+
+def _gelu_erf32_block(x: np.ndarray, c: np.ndarray, out: np.ndarray, z: np.ndarray,
+                      pq: np.ndarray) -> None:
+    """GELU of one block of float32 values x: c = Phi(x) = (erf32(x / sqrt 2) + 1) / 2 and
+    out = x c, with erf32's work buffers z and pq."""
+    np.multiply(x, _C["inv_sqrt_2"], out=c)
+    _erf32_block(c, c, z, pq)
     np.add(c, _C["one"], out=c)
     np.multiply(c, _C["half"], out=c)
     np.multiply(x, c, out=out)
@@ -142,11 +145,8 @@ def gelu_erf32(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
         compiled(flat, cdf, out)
         return out.reshape(a.shape), cdf.reshape(a.shape)
-    size = min(BLOCK, flat.size)
-    z, pq = np.empty(size, flat.dtype), np.empty((2, size), flat.dtype)
-    for part in blocks(flat.size):
-        n = part.stop - part.start
-        _gelu_erf32_block(flat[part], cdf[part], out[part], z[:n], pq[:, :n])
+    _by_blocks(flat.size, flat.dtype, lambda part, z, pq: _gelu_erf32_block(
+        flat[part], cdf[part], out[part], z, pq))
     return out.reshape(a.shape), cdf.reshape(a.shape)
 
 
