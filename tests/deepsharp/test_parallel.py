@@ -245,3 +245,28 @@ def test_kernels_split_their_work_only_where_the_user_asked_for_two_threads():
         two_threads.in_halves(rows.append, 300, align=144)
         assert sorted((r.start, r.stop) for r in rows) == [(0, 144), (144, 300)]
     assert sorted(seen) == [([1], 1), ([2, 3], 1)]  # each half ran whole: no nested split
+
+
+def test_split_kernels_takes_batch_norm_and_modules_written_as_code():
+    """The kernel split never divides a batch, so a layer mixing the examples (batch norm) and a
+    module written as code train as at one thread, with one thread's numbers."""
+    x, y = _batch(8)
+
+    class Code(Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = (Sequential().flatten().dense(4).batch_norm().dense(3)
+                          .lower(Shape(8, 8, 1), RandomStream(0)))
+
+        def forward(self, x):
+            return self.inner(x)
+
+    states = []
+    for count in (1, 2):
+        module = Code()
+        with threadpool_limits(1, "blas"), data_parallel(count, split="kernels"):
+            module.fit(x, y, loss=CrossEntropy(), optimizer=Adam(1e-2), batch_size=8, epochs=2,
+                       progress=False)
+        states.append(module.state_dict())
+    for name, value in states[0].items():
+        assert np.array_equal(states[1][name], value), name
