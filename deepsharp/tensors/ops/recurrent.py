@@ -25,7 +25,7 @@ import numpy as np
 
 from deepsharp.compiled import kernel
 from deepsharp.errors import OpError
-from deepsharp.tensors.primitives import primitive
+from deepsharp.tensors.primitives import grad_out, needs_input_grad, primitive
 
 # Inside the LSTM kernel the gates are held (o, i, f, g): the three sigmoid gates are one
 # contiguous block, and the three gates the cell's gradient reaches (i, f, g) another.
@@ -48,10 +48,15 @@ def _sigmoid_from_tanh(block: np.ndarray) -> None:
     block += 0.5
 
 
-def _blocks(array: np.ndarray, order: np.ndarray, gates: int) -> np.ndarray:
-    """The gate blocks of the last axis of `array` taken in `order`."""
+def _blocks(array: np.ndarray, order: np.ndarray, gates: int,
+            out: np.ndarray | None = None) -> np.ndarray:
+    """The gate blocks of the last axis of `array` taken in `order` (written into `out` when
+    given: a gradient's place in its optimizer's buffer, `grad_out`)."""
     size = array.shape[-1] // gates
     shaped = array.reshape(*array.shape[:-1], gates, size)
+    if out is not None:
+        np.take(shaped, order, axis=-2, out=out.reshape(shaped.shape))
+        return out
     return np.ascontiguousarray(shaped[..., order, :]).reshape(array.shape)
 
 
@@ -125,11 +130,10 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
     steps, batch, hidden = cs.shape
     zero = np.zeros((batch, hidden), cs.dtype)
     dgates = np.empty((steps, batch, 4, hidden), cs.dtype)
-    local = np.empty((4, batch, hidden), cs.dtype)    # this step's gradients, gate by gate
-    sig = np.empty((3, batch, hidden), cs.dtype)
-    cell = np.empty((batch, hidden), cs.dtype)
-    tg = np.empty((batch, hidden), cs.dtype)
     compiled = kernel("lstm_step_grad") if active is None else None
+    local = np.empty((4, batch, hidden), cs.dtype)    # this step's gradients, gate by gate
+    sq = np.empty((4, batch, hidden), cs.dtype)       # becomes s - s^2 (o, i, f), (1 - g^2) i
+    cell = np.empty((batch, hidden), cs.dtype)
     for t in reversed(_order(steps, reverse)):
         a = acts[t]
         o, i, f, g = a
@@ -141,32 +145,31 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
             compiled(a, tcs[t], _previous(cs, t, reverse, zero), dh, dc, d, dc_next)
             dc, dh = dc_next, d.reshape(batch, 4 * hidden) @ w_hh_t
             continue
-        np.multiply(a[:3], a[:3], out=sig)                  # sigmoid' = s - s^2 (o, i, f)
-        np.subtract(a[:3], sig, out=sig)
+        np.multiply(a, a, out=sq)
+        np.subtract(a[:3], sq[:3], out=sq[:3])              # sigmoid' = s - s^2 (o, i, f)
+        np.subtract(1, sq[3], out=sq[3])                    # tanh' = 1 - g^2, times i
+        sq[3] *= i
         np.multiply(dh, tcs[t], out=local[0])
-        local[0] *= sig[0]
+        local[0] *= sq[0]
         np.multiply(tcs[t], tcs[t], out=cell)               # dc += dh o (1 - tanh(c)^2)
         np.subtract(1, cell, out=cell)
         cell *= o
         cell *= dh
-        dc_total = np.add(dc, cell, out=cell)
-        np.multiply(dc_total, g, out=local[1])
-        local[1] *= sig[1]
-        np.multiply(dc_total, _previous(cs, t, reverse, zero), out=local[2])
-        local[2] *= sig[2]
-        np.multiply(g, g, out=tg)                           # tanh' = 1 - g^2
-        np.subtract(1, tg, out=tg)
-        tg *= i
-        np.multiply(dc_total, tg, out=local[3])
+        total = np.add(dc, cell, out=cell)
+        np.multiply(total, g, out=local[1])
+        local[1] *= sq[1]
+        np.multiply(total, _previous(cs, t, reverse, zero), out=local[2])
+        local[2] *= sq[2]
+        np.multiply(total, sq[3], out=local[3])
         np.copyto(d, local.transpose(1, 0, 2))
-        back = d.reshape(batch, 4 * hidden) @ w_hh_t
-        if active is None:
-            dc = dc_total * f
-            dh = back
-        else:  # a skipped step makes no gates and passes the state's gradients on
-            d *= active[t][:, :, None]
-            dc = np.where(active[t] > 0, dc_total * f, dc)
-            dh = np.where(active[t] > 0, back, dh)
+        if active is None:  # dc and dh are this loop's own buffers (copies the caller made)
+            np.multiply(total, a[2], out=dc)
+            np.matmul(d.reshape(batch, 4 * hidden), w_hh_t, out=dh)
+            continue
+        # a skipped step makes no gates and passes the state's gradients on
+        d *= active[t][:, :, None]
+        dc = np.where(active[t] > 0, total * a[2], dc)
+        dh = np.where(active[t] > 0, d.reshape(batch, 4 * hidden) @ w_hh_t, dh)
     return dgates
 
 
@@ -189,19 +192,23 @@ class Lstm:
         h = np.zeros((batch, hidden), x.dtype)
         c = np.zeros((batch, hidden), x.dtype)
         compiled = kernel("lstm_step_cell")
+        product = np.empty((batch, 4 * hidden), x.dtype)
+        ig = np.empty((batch, hidden), x.dtype)
         for t in _order(steps, reverse):
             g = gates[t]   # the step's pre-activations, then their tanh
-            g += h @ w_hh
+            g += np.matmul(h, w_hh, out=product)
             np.tanh(g, out=g)
             a = acts[t]    # o, i, f (sigmoid) and g (tanh), gate by gate (see _lstm_through_time)
             c_new = cs[t]
             if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
                 compiled(g, c, a, c_new)
-            else:
-                np.copyto(a, g.reshape(batch, 4, hidden).transpose(1, 0, 2))
-                _sigmoid_from_tanh(a[:3])
+            else:  # the sigmoid gates t / 2 + 1 / 2 made as they are put gate by gate
+                by_gate = g.reshape(batch, 4, hidden).transpose(1, 0, 2)
+                np.multiply(by_gate[:3], 0.5, out=a[:3])
+                a[:3] += 0.5
+                np.copyto(a[3], by_gate[3])
                 np.multiply(a[2], c, out=c_new)
-                c_new += a[1] * a[3]
+                c_new += np.multiply(a[1], a[3], out=ig)
             np.tanh(c_new, out=tcs[t])
             h_new = np.multiply(a[0], tcs[t], out=hs[t])
             if real is not None:  # a step beyond the series' length leaves the state as it is
@@ -224,13 +231,20 @@ class Lstm:
         flat = dgates.reshape(steps * batch, 4 * hidden)
         # dgates is the gradient of the true pre-activations: it goes back through the kernels
         # as they are, not as halved for the forward's tanh
-        w_ih = _blocks(weight_ih, _LSTM_INSIDE, 4)
-        dx = (flat @ w_ih.T).reshape(steps, batch, -1).transpose(1, 0, 2)
-        dw_ih = _blocks(xt.reshape(steps * batch, -1).T @ flat, _LSTM_OUTSIDE, 4)
+        dx = None
+        if needs_input_grad(0):  # a network's input needs none: PyTorch skips it too
+            w_ih = _blocks(weight_ih, _LSTM_INSIDE, 4)
+            dx = (flat @ w_ih.T).reshape(steps, batch, -1).transpose(1, 0, 2)
+        dw_ih = _blocks(xt.reshape(steps * batch, -1).T @ flat, _LSTM_OUTSIDE, 4, grad_out(1))
         dw_hh = _blocks(_state_product(hs, dgates.reshape(steps, batch, -1), reverse),
-                        _LSTM_OUTSIDE, 4)
-        db = _blocks(flat.sum(axis=0), _LSTM_OUTSIDE, 4)
-        return (dx, dw_ih, dw_hh, db, db.copy()) + ((None,) if lengths is not None else ())
+                        _LSTM_OUTSIDE, 4, grad_out(2))
+        db = _blocks(flat.sum(axis=0), _LSTM_OUTSIDE, 4, grad_out(3))
+        db_hh = grad_out(4)
+        if db_hh is None:
+            db_hh = db.copy()
+        else:
+            np.copyto(db_hh, db)
+        return (dx, dw_ih, dw_hh, db, db_hh) + ((None,) if lengths is not None else ())
 
 
 def _gru_through_time(rzn, hn, hs, dy_t, active, dh, w_hh_t, reverse):
