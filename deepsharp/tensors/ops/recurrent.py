@@ -354,7 +354,9 @@ class Gru:
                                                np.ascontiguousarray(weight_hh.T), reverse)
         fx = dx_gates.reshape(steps * batch, 3 * hidden)
         fh = dh_gates.reshape(steps * batch, 3 * hidden)
-        dx = (fx @ weight_ih.T).reshape(steps, batch, -1).transpose(1, 0, 2)
+        dx = None
+        if needs_input_grad(0):  # as the LSTM's
+            dx = (fx @ weight_ih.T).reshape(steps, batch, -1).transpose(1, 0, 2)
         dw_ih = xt.reshape(steps * batch, -1).T @ fx
         dw_hh = _state_product(hs, dh_gates, reverse)
         return (dx, dw_ih, dw_hh, fx.sum(axis=0), fh.sum(axis=0)) + \
