@@ -134,42 +134,48 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
     local = np.empty((4, batch, hidden), cs.dtype)    # this step's gradients, gate by gate
     sq = np.empty((4, batch, hidden), cs.dtype)       # becomes s - s^2 (o, i, f), (1 - g^2) i
     cell = np.empty((batch, hidden), cs.dtype)
+    # the loop's fixed views, made once (a view costs as much Python time as a small pass)
+    d_o, d_i, d_f, d_g = local
+    by_row = local.transpose(1, 0, 2)
+    sig, (sig_o, sig_i, sig_f, tg) = sq[:3], sq
+    one = cs.dtype.type(1)  # the same float32 1 as a Python 1 here, converted once
+    rows = dgates.reshape(steps, batch, 4 * hidden)
     for t in reversed(_order(steps, reverse)):
         a = acts[t]
         o, i, f, g = a
-        d = dgates[t]
+        tc = tcs[t]
         if dy_t is not None:
             dh += dy_t[t]
         if compiled is not None:  # the same operations in one compiled pass (deepsharp.compiled)
             dc_next = np.empty_like(cell)
-            compiled(a, tcs[t], _previous(cs, t, reverse, zero), dh, dc, d, dc_next)
-            dc, dh = dc_next, d.reshape(batch, 4 * hidden) @ w_hh_t
+            compiled(a, tc, _previous(cs, t, reverse, zero), dh, dc, dgates[t], dc_next)
+            dc, dh = dc_next, rows[t] @ w_hh_t
             continue
-        np.multiply(a, a, out=sq)
-        np.subtract(a[:3], sq[:3], out=sq[:3])              # sigmoid' = s - s^2 (o, i, f)
-        np.subtract(1, sq[3], out=sq[3])                    # tanh' = 1 - g^2, times i
-        sq[3] *= i
-        np.multiply(dh, tcs[t], out=local[0])
-        local[0] *= sq[0]
-        np.multiply(tcs[t], tcs[t], out=cell)               # dc += dh o (1 - tanh(c)^2)
-        np.subtract(1, cell, out=cell)
-        cell *= o
-        cell *= dh
-        total = np.add(dc, cell, out=cell)
-        np.multiply(total, g, out=local[1])
-        local[1] *= sq[1]
-        np.multiply(total, _previous(cs, t, reverse, zero), out=local[2])
-        local[2] *= sq[2]
-        np.multiply(total, sq[3], out=local[3])
-        np.copyto(d, local.transpose(1, 0, 2))
+        np.multiply(a, a, sq)
+        np.subtract(a[:3], sig, sig)                        # sigmoid' = s - s^2 (o, i, f)
+        np.subtract(one, tg, tg)                            # tanh' = 1 - g^2, times i
+        np.multiply(tg, i, tg)
+        np.multiply(dh, tc, d_o)
+        np.multiply(d_o, sig_o, d_o)
+        np.multiply(tc, tc, cell)                           # dc += dh o (1 - tanh(c)^2)
+        np.subtract(one, cell, cell)
+        np.multiply(cell, o, cell)
+        np.multiply(cell, dh, cell)
+        total = np.add(dc, cell, cell)
+        np.multiply(total, g, d_i)
+        np.multiply(d_i, sig_i, d_i)
+        np.multiply(total, _previous(cs, t, reverse, zero), d_f)
+        np.multiply(d_f, sig_f, d_f)
+        np.multiply(total, tg, d_g)
+        np.copyto(dgates[t], by_row)
         if active is None:  # dc and dh are this loop's own buffers (copies the caller made)
-            np.multiply(total, a[2], out=dc)
-            np.matmul(d.reshape(batch, 4 * hidden), w_hh_t, out=dh)
+            np.multiply(total, f, dc)
+            np.matmul(rows[t], w_hh_t, dh)
             continue
         # a skipped step makes no gates and passes the state's gradients on
-        d *= active[t][:, :, None]
-        dc = np.where(active[t] > 0, total * a[2], dc)
-        dh = np.where(active[t] > 0, d.reshape(batch, 4 * hidden) @ w_hh_t, dh)
+        dgates[t] *= active[t][:, :, None]
+        dc = np.where(active[t] > 0, total * f, dc)
+        dh = np.where(active[t] > 0, rows[t] @ w_hh_t, dh)
     return dgates
 
 
@@ -194,23 +200,28 @@ class Lstm:
         compiled = kernel("lstm_step_cell")
         product = np.empty((batch, 4 * hidden), x.dtype)
         ig = np.empty((batch, hidden), x.dtype)
+        half = x.dtype.type(0.5)  # the same float32 0.5 as a Python 0.5 here, converted once
+        by_gate = gates.reshape(steps, batch, 4, hidden).transpose(0, 2, 1, 3)
+        sigmoids = acts[:, :3]
         for t in _order(steps, reverse):
             g = gates[t]   # the step's pre-activations, then their tanh
-            g += np.matmul(h, w_hh, out=product)
-            np.tanh(g, out=g)
+            np.matmul(h, w_hh, product)
+            np.add(g, product, g)
+            np.tanh(g, g)
             a = acts[t]    # o, i, f (sigmoid) and g (tanh), gate by gate (see _lstm_through_time)
-            c_new = cs[t]
+            c_new, tc = cs[t], tcs[t]
             if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
                 compiled(g, c, a, c_new)
             else:  # the sigmoid gates t / 2 + 1 / 2 made as they are put gate by gate
-                by_gate = g.reshape(batch, 4, hidden).transpose(1, 0, 2)
-                np.multiply(by_gate[:3], 0.5, out=a[:3])
-                a[:3] += 0.5
-                np.copyto(a[3], by_gate[3])
-                np.multiply(a[2], c, out=c_new)
-                c_new += np.multiply(a[1], a[3], out=ig)
-            np.tanh(c_new, out=tcs[t])
-            h_new = np.multiply(a[0], tcs[t], out=hs[t])
+                s, tanh_gates = sigmoids[t], by_gate[t]
+                np.multiply(tanh_gates[:3], half, s)
+                np.add(s, half, s)
+                np.copyto(a[3], tanh_gates[3])
+                np.multiply(a[2], c, c_new)
+                np.multiply(a[1], a[3], ig)
+                np.add(c_new, ig, c_new)
+            np.tanh(c_new, tc)
+            h_new = np.multiply(a[0], tc, hs[t])
             if real is not None:  # a step beyond the series' length leaves the state as it is
                 np.copyto(h_new, h, where=~real[t])
                 np.copyto(c_new, c, where=~real[t])
