@@ -147,9 +147,9 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
         if dy_t is not None:
             dh += dy_t[t]
         if compiled is not None:  # the same operations in one compiled pass (deepsharp.compiled)
-            dc_next = np.empty_like(cell)
-            compiled(a, tc, _previous(cs, t, reverse, zero), dh, dc, dgates[t], dc_next)
-            dc, dh = dc_next, rows[t] @ w_hh_t
+            # in place: the kernel reads each value of dc before it writes it
+            compiled(a, tc, _previous(cs, t, reverse, zero), dh, dc, dgates[t], dc)
+            np.matmul(rows[t], w_hh_t, dh)
             continue
         np.multiply(a, a, sq)
         np.subtract(a[:3], sig, sig)                        # sigmoid' = s - s^2 (o, i, f)
