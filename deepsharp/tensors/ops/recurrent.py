@@ -212,11 +212,11 @@ class Lstm:
             c_new, tc = cs[t], tcs[t]
             if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
                 compiled(g, c, a, c_new)
-            else:  # the sigmoid gates t / 2 + 1 / 2 made as they are put gate by gate
-                s, tanh_gates = sigmoids[t], by_gate[t]
-                np.multiply(tanh_gates[:3], half, s)
+            else:  # gate by gate (one copy), then the sigmoid gates t / 2 + 1 / 2
+                s = sigmoids[t]
+                np.copyto(a, by_gate[t])
+                np.multiply(s, half, s)
                 np.add(s, half, s)
-                np.copyto(a[3], tanh_gates[3])
                 np.multiply(a[2], c, c_new)
                 np.multiply(a[1], a[3], ig)
                 np.add(c_new, ig, c_new)
