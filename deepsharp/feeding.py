@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping  # (typing's alias: an isinstance costs microseconds)
+from typing import Any
 
 import numpy as np
 

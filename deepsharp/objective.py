@@ -11,8 +11,9 @@ outputs `{name}_loss` and `{name}_{metric}` too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping  # (typing's alias: an isinstance costs microseconds)
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

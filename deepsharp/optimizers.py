@@ -223,7 +223,7 @@ class Adam(Optimizer):
             for name, p in live:
                 self.update(p._data, p.grad, self.state.setdefault(name, {}))
         for _, p in live:
-            p._version += 1
+            p._version_counter().version += 1  # (p._version += 1 without the property)
 
     def _flat_step(self, live: list[tuple[str, Parameter]]) -> bool:
         """`update`'s arithmetic, operation for operation (so bit-identical), over the moments of
@@ -232,7 +232,7 @@ class Adam(Optimizer):
         if len(live) < 2 or len({p.dtype for _, p in live}) != 1:
             return False
         dt = live[0][1].dtype
-        names = tuple(name for name, _ in live)
+        names = tuple([name for name, _ in live])
         flat = _FlatMoments.of(self, names, [p._data for _, p in live])
         if flat is None:
             return False
@@ -379,7 +379,7 @@ class _FlatMoments:
         flat = getattr(optimizer, "_flat_moments", None)
         states = [optimizer.state.get(name, {}) for name in names]
         if flat is not None and flat.names == names and all(
-                s.get("exp_avg") is view for s, view in zip(states, flat.exp_avg_views)):
+                [s.get("exp_avg") is view for s, view in zip(states, flat.exp_avg_views)]):
             return flat
         steps = {float(s["step"]) if "exp_avg" in s else 0.0 for s in states}
         if len(steps) != 1:

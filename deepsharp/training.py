@@ -12,8 +12,9 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Mapping  # (typing's alias: an isinstance costs microseconds)
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -227,13 +228,14 @@ def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
     for batch in run.source.batches(epoch, run.stream, run.shuffle):
         optimizer.scheduled(epoch, step)
         optimizer.zero_grad()
+        rows = batch.rows
         with running(run.stream, step):  # forward and backward: two threads in data_parallel(2)
             number, (outputs, targets, parts) = forward_backward(
-                module, lambda rows: _loss_of(run, _rows_of(batch, rows)), batch.rows)
+                module, lambda share: _loss_of(run, _rows_of(batch, share)), rows)
         if not math.isfinite(number):
             raise TrainingError(f"fit: the loss became {number} at epoch {epoch + 1}, "
                                 f"{batch.where}; lower the learning rate or check the inputs")
-        totals.add(batch.rows, parts, outputs, targets)
+        totals.add(rows, parts, outputs, targets)
         optimizer.step()
         step += 1
         if progress.showing:

@@ -69,7 +69,7 @@ def _run_backward(record: Record, grads: list[np.ndarray | None],
               for g, s, d in zip(grads, record.shapes, record.dtypes)]
     arrays = [t._data for t in record.inputs]
     given = filled if prim.outputs > 1 else filled[0]
-    token = _needs_input_grad.set(tuple(edge[2] for edge in record.edges))
+    token = _needs_input_grad.set(tuple([edge[2] for edge in record.edges]))
     homes = _homes(record) if prim.fresh else None
     out_token = _grad_out.set(homes) if homes is not None else None
     try:
@@ -97,12 +97,13 @@ def _homes(record: Record) -> tuple[np.ndarray | None, ...] | None:
     optimizer's next gradient buffer (`Parameter._grad_home`, given by `Adam.zero_grad`), offered
     while its `.grad` is empty, outside a thread's sink, and to an input the record holds once
     (else two gradients would share one place); None when there is nothing to offer."""
-    homes, found = [], False
-    for tensor, (parent, _, requires_grad) in zip(record.inputs, record.edges):
+    homes, found, inputs = [], False, record.inputs
+    for tensor, (parent, _, requires_grad) in zip(inputs, record.edges):
         home = getattr(tensor, "_grad_home", None) if parent is None and requires_grad else None
         if home is not None and (tensor.grad is not None or leaf_sink.get() is not None
-                                 or home.shape != tensor.shape or home.dtype != tensor.dtype
-                                 or sum(t is tensor for t in record.inputs) != 1):
+                                 or home.shape != tensor._data.shape
+                                 or home.dtype != tensor._data.dtype
+                                 or [t is tensor for t in inputs].count(True) != 1):
             home = None
         homes.append(home)
         found = found or home is not None
@@ -119,10 +120,11 @@ def _accumulate_leaf(tensor: Tensor, g: np.ndarray, fresh: bool = False) -> None
     """Add `g` into the leaf's `.grad` (or the thread's sink). A gradient is copied before it is
     kept, never aliased (clipping scales `.grad` in place), unless it is `fresh` (a new array
     its rule made for it alone: `Primitive.fresh`)."""
-    fresh = fresh or not (isinstance(g, np.ndarray) and g.dtype == tensor.dtype)  # (asarray
+    data = tensor._data
+    fresh = fresh or not (isinstance(g, np.ndarray) and g.dtype == data.dtype)  # (asarray
     # below makes a new array then)
-    g = np.asarray(g, dtype=tensor.dtype)
-    if g.shape != tensor.shape:
+    g = np.asarray(g, dtype=data.dtype)
+    if g.shape != data.shape:
         raise OpError(f"gradient of shape {g.shape} for a tensor of shape {tensor.shape}")
     sink = leaf_sink.get()
     if sink is not None:

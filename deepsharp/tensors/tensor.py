@@ -36,8 +36,8 @@ class Record:
         self.inputs = inputs
         self.attrs = attrs
         self.saved = saved
-        self.shapes = tuple(o.shape for o in outputs)
-        self.dtypes = tuple(o.dtype for o in outputs)
+        self.shapes = tuple([o.shape for o in outputs])
+        self.dtypes = tuple([o.dtype for o in outputs])
         # where each input's gradient goes, as it was when this ran (an input written in place
         # later gets a new history, which this record must not follow), and each input's version,
         # which backward checks (versions.py); an input whose history is stale is refused
@@ -382,7 +382,7 @@ def apply(op: str, *inputs: Any, **attrs: Any) -> Tensor | tuple[Tensor, ...]:
         if isinstance(i, Tensor):
             like = i._data
             break
-    tensors = tuple([as_tensor(i, like) for i in inputs])
+    tensors = tuple([i if isinstance(i, Tensor) else as_tensor(i, like) for i in inputs])
     if op in PROMOTES:  # PyTorch's promotion (int with float -> the float), not numpy's
         tensors = promoted(op, tensors, _cast)
     elif op in FLOATING and tensors[0].dtype.kind != "f":  # PyTorch's exp(int64) is float32

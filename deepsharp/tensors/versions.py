@@ -83,9 +83,14 @@ def saved_outputs(saved: Any, outs: Sequence[np.ndarray]) -> tuple[int, ...]:
     """The results whose storage the backward's saved values share (exp keeps its result)."""
     if saved is None:
         return ()
-    kept = list(_arrays(saved))
-    return tuple(i for i, o in enumerate(outs)
-                 if any(s is o or np.may_share_memory(s, o) for s in kept))
+    kept = [saved] if isinstance(saved, np.ndarray) else list(_arrays(saved))
+    found = []
+    for i, o in enumerate(outs):
+        for s in kept:
+            if s is o or np.may_share_memory(s, o):
+                found.append(i)
+                break
+    return tuple(found)
 
 
 def share_views(tensors: Sequence["Tensor"], outs: Sequence[np.ndarray],
@@ -139,7 +144,8 @@ def check_saved(record: "Record") -> None:
     changed in place since the record was made."""
     needs = [edge[2] for edge in record.edges]
     for index, (t, seen) in enumerate(zip(record.inputs, record.versions)):
-        if t._version != seen and reads(record.op, index, needs):
+        counter = t._counter  # (t._version, read without the property: this runs per input)
+        if (0 if counter is None else counter.version) != seen and reads(record.op, index, needs):
             raise _modified(record, f"input {index}, {describe(t)}", t._version, seen,
                             t._counter.last)
     for index, counter, seen in record.saved_outputs:
