@@ -21,7 +21,11 @@ measures:
   /proc/stat: a runtime whose threads spin while they wait, as PyTorch's OpenMP does, keeps its
   CPU time up while it is starved). Rounds go on until ROUNDS are kept or MAX_ROUNDS were run.
 
-Rounds alternate the frameworks, so all four see the same conditions; each framework trains in
+Rounds alternate the frameworks, so all four see the same conditions, in an order that turns by
+one each round; at two threads each round starts after SETTLE seconds of rest, because an
+OpenBLAS process's idle workers spin for about 0.1 s of CPU after its last call (measured on an
+MLP round of 0.12 s: without the rest the round after a numpy round shared a core with that
+spin, which made deepsharp with numba look slower than numpy alone). Each framework trains in
 a process of its own (`_Worker`), so none inherits the state another left behind (malloc's
 thresholds, thread pools: PyTorch's first run once made deepsharp's CNN step 1.7x faster in a
 shared process than in a user's). Each framework's best
@@ -44,6 +48,8 @@ ROUNDS = 5          # kept rounds per measure
 MAX_ROUNDS = 12     # rounds run at most per measure (busy ones included)
 BUSY = 0.9          # a wall2 round whose CPU time is below this share of its wall time is busy,
 OTHERS = 1.0        # and so is one in which other processes used more than this many cores
+SETTLE = 0.25       # seconds of rest before each wall2 round: the last round's BLAS workers
+                    # spin on for about 0.1 s after their last call (see _rounds)
 LABELS = ("deepsharp", "numba", "torch", "torch best")  # the columns of the table
 SPLIT = ("deepsharp dp", "numba dp")  # the same inside data_parallel(2): wall2's second row
 # name: (threads, which time: 0 CPU, 1 wall, the trainers measured)
@@ -123,13 +129,17 @@ def _rounds(workers: dict[str, _Worker], busy_check: bool) -> dict[str, dict]:
     discarded."""
     kept: dict[str, list[tuple[float, float]]] = {label: [] for label in workers}
     busy = {label: 0 for label in workers}
-    for _ in range(MAX_ROUNDS):
+    labels = list(workers)
+    for turn in range(MAX_ROUNDS):
         if all(len(k) >= ROUNDS for k in kept.values()):
             break
-        for label, worker in workers.items():
+        # the order turns by one each round, so no trainer always follows the same one
+        for label in labels[turn % len(labels):] + labels[:turn % len(labels)]:
             if len(kept[label]) >= ROUNDS:
                 continue
-            cpu, wall, others = worker()
+            if busy_check:  # let the last round's idle BLAS workers stop spinning first
+                time.sleep(SETTLE)
+            cpu, wall, others = workers[label]()
             if busy_check and (cpu < BUSY * wall or others > OTHERS * wall):
                 busy[label] += 1
             else:

@@ -63,3 +63,24 @@ def test_the_dp_trainers_split_the_batch_and_the_default_ones_do_not():
     assert trainers["deepsharp"](2) == 1 and trainers["deepsharp dp"](2) == 2
     assert trainers["torch best"](2) is True and asked == [1, 2]
     assert set(trainers) == set(side_by_side.LABELS + side_by_side.SPLIT)
+
+
+def test_the_round_order_turns_and_two_thread_rounds_rest_first(monkeypatch):
+    calls, rests = [], []
+    monkeypatch.setattr(side_by_side.time, "sleep", rests.append)
+
+    class _Named:
+        def __init__(self, name):
+            self.name = name
+
+        def __call__(self):
+            calls.append(self.name)
+            return (1.0, 1.0, 0.0)
+
+    workers = {name: _Named(name) for name in "abc"}
+    side_by_side._rounds(workers, busy_check=True)
+    assert calls[:6] == list("abcbca")  # each round starts one trainer later
+    assert len(rests) == len(calls) and set(rests) == {side_by_side.SETTLE}
+    rests.clear()
+    side_by_side._rounds(workers, busy_check=False)  # CPU time at one thread needs no rest
+    assert rests == []
