@@ -50,9 +50,12 @@ def usable(x: np.ndarray, w: np.ndarray, pool) -> bool:
             and bool(np.isfinite(np.sum(x))) and bool(np.isfinite(np.sum(w))))
 
 
-def forward(xp: np.ndarray, w: np.ndarray, tiles):
+def forward(xp: np.ndarray, w: np.ndarray, tiles,
+            finish: Callable[[np.ndarray, slice], None] | None = None):
     """(saved, candidates (4, N * th * tw, O)) of the 3x3 convolution of xp (N, H, W, C) by
-    w (3, 3, C, O) over th x tw tiles, a few images at a time (see _chunks)."""
+    w (3, 3, C, O) over th x tw tiles, a few images at a time (see _chunks); `finish(candidates,
+    rows)`, if given, runs on each run's rows as soon as they are made, by the thread making them
+    (while they are in its cache)."""
     u = kernel_transform(w)
     n, c, o = xp.shape[0], xp.shape[-1], w.shape[-1]
     per = tiles[0] * tiles[1]
@@ -64,6 +67,8 @@ def forward(xp: np.ndarray, w: np.ndarray, tiles):
         for images, rows in chunks:
             input_transform(xp[images], tiles, tiled[:, :, images])
             output_transform(np.matmul(v[:, rows], u), candidates[:, rows])
+            if finish is not None:
+                finish(candidates, rows)
 
     split_work(runs, list(_chunks(n, per)))
     return (v, u, tiles), candidates
