@@ -270,3 +270,25 @@ def test_split_kernels_takes_batch_norm_and_modules_written_as_code():
         states.append(module.state_dict())
     for name, value in states[0].items():
         assert np.array_equal(states[1][name], value), name
+
+
+def test_the_worker_runs_its_jobs_in_order_in_the_callers_modes_and_hands_back_their_errors():
+    """on_worker's jobs (a queue, one lock each): their values in order, the caller's context
+    (the modes a kernel reads) copied in, and an error raised on the worker raised again by
+    result(), the worker going on with the next job."""
+    mode = two_threads._in_half
+    token = mode.set(True)
+    try:
+        jobs = [two_threads.on_worker(lambda i: (i, mode.get()), i) for i in range(5)]
+    finally:
+        mode.reset(token)
+
+    def fails():
+        raise ValueError("on the worker")
+
+    failing = two_threads.on_worker(fails)
+    after = two_threads.on_worker(lambda: mode.get())
+    assert [job.result() for job in jobs] == [(i, True) for i in range(5)]
+    with pytest.raises(ValueError, match="on the worker"):
+        failing.result()
+    assert after.result() is False
