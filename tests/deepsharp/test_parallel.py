@@ -127,7 +127,8 @@ def _blocks_rows_by_24() -> bool:
 
 
 def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypatch):
-    """data_parallel(2, split="kernels"): the products, the Winograd runs, the routing, the dense
+    """data_parallel(2, split="kernels"): the products, the Winograd runs (each with its max, bias
+    and relu; the input's finiteness summed beside the kernel's transform), the routing, the dense
     layers' two gradient products and Adam's update in two halves at once, the numbers of one
     thread exactly (the runs' sums added in order; the direct product split at multiples of 144
     rows, where OpenBLAS's Haswell blocks of rows meet). Another BLAS may round the split
@@ -135,6 +136,7 @@ def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypat
     monkeypatch.setattr(winograd, "CHUNK_TILES", 16)  # four images a run: several runs to split
     monkeypatch.setattr(conv_pool, "SPLIT_VALUES", 1)  # the max, bias and relu split too
     monkeypatch.setattr(linalg, "SPLIT_PRODUCT", 1)  # and the dense layers' two products
+    monkeypatch.setattr(winograd, "SUM_ON_WORKER", 1)  # the input's finiteness on the worker
     generator = np.random.default_rng(4)
     x = generator.standard_normal((30, 16, 16, 1)).astype(np.float32)
     y = generator.integers(0, 3, 30)

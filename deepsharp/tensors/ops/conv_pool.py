@@ -86,10 +86,11 @@ class ConvReluMaxPool:
         kernel, pooled = _geometry(x, w, pads, pool)
         xp = pad_places(x, pads)
         bias = bias[0] if bias else None
-        if winograd.usable(xp, w, pool):  # each run's max, bias and relu by the thread running it
+        u = winograd.prepare(xp, w, pool)
+        if u is not None:  # each run's max, bias and relu by the thread running it
             size = (x.shape[0] * int(np.prod(pooled)), w.shape[-1])
             best, pre, out, rows = _pooling(size, np.result_type(xp, w), bias)
-            cols, products = winograd.forward(xp, w, pooled, rows)     # (4, tiles, O)
+            cols, products = winograd.forward(xp, u, pooled, rows)     # (4, tiles, O)
         else:
             cols = _pool_ordered_cols(xp, kernel, pool, pooled)         # (P, M, K)
             products = _product(cols, w.reshape(-1, w.shape[-1]))      # (P, M, O)

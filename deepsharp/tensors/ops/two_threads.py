@@ -1,7 +1,7 @@
 """The two threads of `data_parallel(2)` (deepsharp.parallel), as the kernels see them.
 
 numpy has no threads of its own beside BLAS's: the library's second thread is one worker thread
-(a pool of one, made on first use and kept for the process), used only while the user's code
+(made on first use and kept for the process; its jobs queue in order), used only while the user's code
 runs inside `data_parallel(2)`. It splits one of two ways:
 
 - **batch** (the default): every batch in two shares of rows, one on the calling thread and one
