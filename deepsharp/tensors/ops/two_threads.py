@@ -1,8 +1,8 @@
 """The two threads of `data_parallel(2)` (deepsharp.parallel), as the kernels see them.
 
 numpy has no threads of its own beside BLAS's: the library's second thread is one worker thread
-(made on first use and kept for the process; its jobs queue in order), used only while the user's code
-runs inside `data_parallel(2)`. It splits one of two ways:
+(made on first use and kept for the process; its jobs queue in order), used only while the
+user's code runs inside `data_parallel(2)`. It splits one of two ways:
 
 - **batch** (the default): every batch in two shares of rows, one on the calling thread and one
   on the worker, each forward and back (deepsharp.parallel). A kernel then runs on one share, on
