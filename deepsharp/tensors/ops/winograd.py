@@ -34,8 +34,8 @@ from deepsharp.tensors.ops.two_threads import both, split_batch, split_work
 WINOGRAD_CHANNELS = 24  # measured (1 thread, forward + backward): a wash at 16, 1.15-1.4x from 24
 CHUNK_TILES = 800
 SHARE_TILES = 200  # inside data_parallel(2): runs that stay in one core's cache (see _chunks)
-DTYPES = (np.dtype(np.float32),)
-SUM_ON_WORKER = 1 << 17  # input values: a smaller sum is not worth a hand-off (~25 us)  # float64 keeps the direct product's exact path
+DTYPES = (np.dtype(np.float32),)  # float64 keeps the direct product's exact path
+SUM_ON_WORKER = 1 << 17  # input values: a smaller sum is not worth a hand-off (~25 us)
 
 # G (4, 3): the kernel's transform, U = G g G^T
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
