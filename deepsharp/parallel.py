@@ -11,7 +11,7 @@ rows, and the parameters' gradients are the two shares' gradients summed (first 
         network.fit(x, y, loss=CrossEntropy(), optimizer=Adam(1e-3), batch_size=64)
 
 What it changes, and nothing else:
-- **Threads:** one worker thread (a pool of one, made on first use and kept) beside the caller.
+- **Threads:** one worker thread (made on first use and kept, a daemon) beside the caller.
   numpy releases the GIL inside BLAS and inside elementwise loops over large arrays, so the two
   shares overlap there; Python and autograd bookkeeping still take turns.
 - **BLAS threads:** set to 1 (threadpoolctl, on numpy's BLAS) while the `with` block runs and put

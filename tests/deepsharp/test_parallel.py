@@ -127,7 +127,8 @@ def _blocks_rows_by_24() -> bool:
 
 
 def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypatch):
-    """data_parallel(2, split="kernels"): the products, the Winograd runs, the routing, the dense
+    """data_parallel(2, split="kernels"): the products, the Winograd runs (each with its max, bias
+    and relu; the input's finiteness summed beside the kernel's transform), the routing, the dense
     layers' two gradient products and Adam's update in two halves at once, the numbers of one
     thread exactly (the runs' sums added in order; the direct product split at multiples of 144
     rows, where OpenBLAS's Haswell blocks of rows meet). Another BLAS may round the split
@@ -135,6 +136,7 @@ def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypat
     monkeypatch.setattr(winograd, "CHUNK_TILES", 16)  # four images a run: several runs to split
     monkeypatch.setattr(conv_pool, "SPLIT_VALUES", 1)  # the max, bias and relu split too
     monkeypatch.setattr(linalg, "SPLIT_PRODUCT", 1)  # and the dense layers' two products
+    monkeypatch.setattr(winograd, "SUM_ON_WORKER", 1)  # the input's finiteness on the worker
     generator = np.random.default_rng(4)
     x = generator.standard_normal((30, 16, 16, 1)).astype(np.float32)
     y = generator.integers(0, 3, 30)
@@ -270,3 +272,25 @@ def test_split_kernels_takes_batch_norm_and_modules_written_as_code():
         states.append(module.state_dict())
     for name, value in states[0].items():
         assert np.array_equal(states[1][name], value), name
+
+
+def test_the_worker_runs_its_jobs_in_order_in_the_callers_modes_and_hands_back_their_errors():
+    """on_worker's jobs (a queue, one lock each): their values in order, the caller's context
+    (the modes a kernel reads) copied in, and an error raised on the worker raised again by
+    result(), the worker going on with the next job."""
+    mode = two_threads._in_half
+    token = mode.set(True)
+    try:
+        jobs = [two_threads.on_worker(lambda i: (i, mode.get()), i) for i in range(5)]
+    finally:
+        mode.reset(token)
+
+    def fails():
+        raise ValueError("on the worker")
+
+    failing = two_threads.on_worker(fails)
+    after = two_threads.on_worker(lambda: mode.get())
+    assert [job.result() for job in jobs] == [(i, True) for i in range(5)]
+    with pytest.raises(ValueError, match="on the worker"):
+        failing.result()
+    assert after.result() is False

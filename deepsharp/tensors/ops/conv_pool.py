@@ -85,12 +85,16 @@ class ConvReluMaxPool:
     def forward(x, w, *bias, pads, pool):
         kernel, pooled = _geometry(x, w, pads, pool)
         xp = pad_places(x, pads)
-        if winograd.usable(xp, w, pool):
-            cols, products = winograd.forward(xp, w, pooled)            # (4, tiles, O)
+        bias = bias[0] if bias else None
+        u = winograd.prepare(xp, w, pool)
+        if u is not None:  # each run's max, bias and relu by the thread running it
+            size = (x.shape[0] * int(np.prod(pooled)), w.shape[-1])
+            best, pre, out, rows = _pooling(size, np.result_type(xp, w), bias)
+            cols, products = winograd.forward(xp, u, pooled, rows)     # (4, tiles, O)
         else:
             cols = _pool_ordered_cols(xp, kernel, pool, pooled)         # (P, M, K)
             products = _product(cols, w.reshape(-1, w.shape[-1]))      # (P, M, O)
-        best, pre, out = _max_bias_relu(products, bias[0] if bias else None)
+            best, pre, out = _max_bias_relu(products, bias)
         return out.reshape(x.shape[0], *pooled, w.shape[-1]), (cols, products, best, pre,
                                                                xp.shape)
 
@@ -145,12 +149,24 @@ SPLIT_VALUES = 1 << 18  # the max, bias and relu of fewer pooled values stay on 
 def _max_bias_relu(products: np.ndarray, bias: np.ndarray | None):
     """(best, pre, out) (M, O): the largest candidate of each window, plus the bias (pre; best
     itself without one), then relu; row by row, two halves at once under in_halves."""
+    best, pre, out, rows = _pooling(products.shape[1:], products.dtype, bias)
     m, o = products.shape[1:]
-    best = np.empty((m, o), products.dtype)
-    pre = best if bias is None else np.empty((m, o), np.result_type(products, bias))
+    if m * o >= SPLIT_VALUES:
+        in_halves(lambda r: rows(products, r), m)
+    else:  # a few values: handing half to the worker costs more than it saves
+        rows(products, slice(0, m))
+    return best, pre, out
+
+
+def _pooling(size, dtype, bias: np.ndarray | None):
+    """(best, pre, out, rows) for M x O pooled values: three arrays, and `rows(products, r)`
+    filling rows r of them from the candidates `products` (P, M, O) (elementwise: the same
+    numbers whichever thread fills which rows, in whatever runs)."""
+    best = np.empty(size, dtype)
+    pre = best if bias is None else np.empty(size, np.result_type(dtype, bias))
     out = np.empty_like(pre)
 
-    def rows(r: slice) -> None:
+    def rows(products: np.ndarray, r: slice) -> None:
         if len(products) == 1:
             best[r] = products[0, r]
         else:
@@ -161,11 +177,7 @@ def _max_bias_relu(products: np.ndarray, bias: np.ndarray | None):
             plus_bias(best[r], bias, out=pre[r])
         np.maximum(pre[r], 0, out=out[r])
 
-    if m * o >= SPLIT_VALUES:
-        in_halves(rows, m)
-    else:  # a few values: handing half to the worker costs more than it saves
-        rows(slice(0, m))
-    return best, pre, out
+    return best, pre, out, rows
 
 
 def _route_to_first_max(products: np.ndarray, best: np.ndarray, g: np.ndarray,

@@ -29,32 +29,42 @@ from typing import Callable
 
 import numpy as np
 
-from deepsharp.tensors.ops.two_threads import split_batch, split_work
+from deepsharp.tensors.ops.two_threads import both, split_batch, split_work
 
 WINOGRAD_CHANNELS = 24  # measured (1 thread, forward + backward): a wash at 16, 1.15-1.4x from 24
 CHUNK_TILES = 800
 SHARE_TILES = 200  # inside data_parallel(2): runs that stay in one core's cache (see _chunks)
 DTYPES = (np.dtype(np.float32),)  # float64 keeps the direct product's exact path
+SUM_ON_WORKER = 1 << 17  # input values: a smaller sum is not worth a hand-off (~25 us)
 
 # G (4, 3): the kernel's transform, U = G g G^T
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 
 
-def usable(x: np.ndarray, w: np.ndarray, pool) -> bool:
-    """The Winograd path applies: float32, 2-D places, a 3x3 kernel, a 2x2 pool, enough input
-    channels, every input and weight finite (one summed pass: a sum that is not finite means an
-    infinity, a NaN or an overflow, and the direct path then keeps its numbers)."""
-    return (x.ndim == 4 and w.shape[:2] == (3, 3) and tuple(pool) == (2, 2)
+def prepare(x: np.ndarray, w: np.ndarray, pool) -> np.ndarray | None:
+    """The kernel's transform U (see kernel_transform) when the Winograd path applies, else
+    None: float32, 2-D places, a 3x3 kernel, a 2x2 pool, enough input channels, every input and
+    weight finite (one summed pass: a sum that is not finite means an infinity, a NaN or an
+    overflow, and the direct path then keeps its numbers). Inside `data_parallel(2)` the input's
+    sum runs on the worker while the caller transforms the kernel (`both`: two independent
+    computations, the same results either way)."""
+    if not (x.ndim == 4 and w.shape[:2] == (3, 3) and tuple(pool) == (2, 2)
             and x.dtype in DTYPES and w.dtype == x.dtype
-            and x.shape[-1] >= WINOGRAD_CHANNELS
-            and bool(np.isfinite(np.sum(x))) and bool(np.isfinite(np.sum(w))))
+            and x.shape[-1] >= WINOGRAD_CHANNELS and bool(np.isfinite(np.sum(w)))):
+        return None
+    u, finite = both(lambda: kernel_transform(w), lambda: bool(np.isfinite(np.sum(x))),
+                     worth=x.size >= SUM_ON_WORKER)
+    return u if finite else None
 
 
-def forward(xp: np.ndarray, w: np.ndarray, tiles):
-    """(saved, candidates (4, N * th * tw, O)) of the 3x3 convolution of xp (N, H, W, C) by
-    w (3, 3, C, O) over th x tw tiles, a few images at a time (see _chunks)."""
-    u = kernel_transform(w)
-    n, c, o = xp.shape[0], xp.shape[-1], w.shape[-1]
+def forward(xp: np.ndarray, u: np.ndarray, tiles,
+            finish: Callable[[np.ndarray, slice], None] | None = None):
+    """(saved, candidates (4, N * th * tw, O)) of the 3x3 convolution of xp (N, H, W, C) by a
+    kernel (3, 3, C, O) whose transform is u (prepare), over th x tw tiles, a few images at a
+    time (see _chunks); `finish(candidates,
+    rows)`, if given, runs on each run's rows as soon as they are made, by the thread making them
+    (while they are in its cache)."""
+    n, c, o = xp.shape[0], xp.shape[-1], u.shape[-1]
     per = tiles[0] * tiles[1]
     v = np.empty((16, n * per, c), xp.dtype)
     candidates = np.empty((4, n * per, o), xp.dtype)
@@ -64,6 +74,8 @@ def forward(xp: np.ndarray, w: np.ndarray, tiles):
         for images, rows in chunks:
             input_transform(xp[images], tiles, tiled[:, :, images])
             output_transform(np.matmul(v[:, rows], u), candidates[:, rows])
+            if finish is not None:
+                finish(candidates, rows)
 
     split_work(runs, list(_chunks(n, per)))
     return (v, u, tiles), candidates
