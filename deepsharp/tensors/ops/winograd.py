@@ -61,9 +61,8 @@ def forward(xp: np.ndarray, u: np.ndarray, tiles,
             finish: Callable[[np.ndarray, slice], None] | None = None):
     """(saved, candidates (4, N * th * tw, O)) of the 3x3 convolution of xp (N, H, W, C) by a
     kernel (3, 3, C, O) whose transform is u (prepare), over th x tw tiles, a few images at a
-    time (see _chunks); `finish(candidates,
-    rows)`, if given, runs on each run's rows as soon as they are made, by the thread making them
-    (while they are in its cache)."""
+    time (see _chunks); `finish(candidates, rows)`, if given, runs on each run's rows as soon as
+    they are made, by the thread making them (while they are in its cache)."""
     n, c, o = xp.shape[0], xp.shape[-1], u.shape[-1]
     per = tiles[0] * tiles[1]
     v = np.empty((16, n * per, c), xp.dtype)
