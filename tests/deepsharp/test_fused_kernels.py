@@ -8,6 +8,7 @@ import pytest
 from deepsharp import RandomStream, Sequential, Shape
 from deepsharp.layers.base import Flow
 from deepsharp.tensors import Tensor, apply
+from tests.support.grad_places import check_gradients_in_adams_buffer
 from tests.support.gradcheck import numeric_vs_autograd
 
 RTOL = 1e-6  # float rounding: the fused product adds the bias after, not as a column of ones
@@ -182,45 +183,13 @@ def test_flat_adam_picks_up_a_loaded_state():
         np.testing.assert_array_equal(p._data, expected)
 
 
-
-
-def _dense_grads(network, x, optimizer=None, rounds: int = 1):
-    """The parameters' gradients after `rounds` backward passes that follow the optimizer's
-    zero_grad (without one: gradients and places emptied by hand)."""
-    if optimizer is not None:
-        optimizer.zero_grad()
-    for _, p in network.named_parameters():
-        if optimizer is None:
-            p.grad, p._grad_home = None, None
-    for _ in range(rounds):
-        y = network.call(Flow(Tensor(x))).value
-        (y * y).sum().backward()
-    return {name: p.grad for name, p in network.named_parameters()}
-
-
 def test_dense_gradients_are_written_into_adams_buffer_with_the_same_numbers():
-    """After a first flat step, zero_grad gives each parameter a place in a new gradient buffer:
-    matmul_add's rule writes the weight and bias gradients there (the step gathers nothing), the
-    numbers are those made without it, and a gradient kept from the step before is not written
-    over; a second backward pass without zero_grad accumulates as ever."""
-    from deepsharp import Adam
-
+    """matmul_add's rule writes the weight and bias gradients into Adam's gradient buffer (the
+    step gathers nothing), with the numbers made without it (tests/support/grad_places.py)."""
     network = (Sequential().dense(4).relu().dense(3)).lower(Shape(5), RandomStream(0))
     x = np.random.default_rng(8).standard_normal((6, 5)).astype(np.float32)
-    optimizer = Adam(1e-2, parameters=network.trainable_parameters())
-    first = _dense_grads(network, x, optimizer)
-    assert all(g.base is None for g in first.values())  # no flat buffer before the first step
-    kept = {name: g.copy() for name, g in first.items()}
-    optimizer.step()
-    placed = _dense_grads(network, x, optimizer)
-    assert all(g.base is optimizer._flat_moments.grad for g in placed.values())
-    for name in first:
-        np.testing.assert_array_equal(first[name], kept[name], err_msg=name)  # not written over
-    twice = {n: g.copy() for n, g in _dense_grads(network, x, optimizer, rounds=2).items()}
-    plain = _dense_grads(network, x)
-    for name in plain:
-        np.testing.assert_array_equal(placed[name], plain[name], err_msg=name)
-        np.testing.assert_array_equal(twice[name], plain[name] + plain[name], err_msg=name)
+    first = check_gradients_in_adams_buffer(network, x)
+    assert all(g.base is None for g in first.values())  # before the first step: new arrays
 
 
 def test_a_gradient_place_is_not_offered_to_an_input_given_twice():
