@@ -21,7 +21,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 
 def hand_epoch(x: np.ndarray, y: np.ndarray, batch: int = 128):
-    """One epoch of the 784-256-256-10 step in plain numpy; `adam=False` leaves Adam out."""
+    """One epoch of the 784-256-256-10 step in plain numpy, as a function `epoch(adam=True)`
+    (`adam=False` leaves Adam out)."""
     from deepsharp.optimizers import _adam_numpy
 
     generator = np.random.default_rng(0)
@@ -30,6 +31,13 @@ def hand_epoch(x: np.ndarray, y: np.ndarray, batch: int = 128):
     total = sum(p.size for p in params)
     m, v, work = (np.zeros(total, np.float32) for _ in range(3))
     steps, losses, hits = [0], [], []
+    ends = np.cumsum([p.size for p in params])
+
+    def views(buffer: np.ndarray) -> list[np.ndarray]:
+        """Each parameter's place in a flat buffer (as Adam's flat moments hold them)."""
+        return [part.reshape(p.shape) for part, p in zip(np.split(buffer, ends[:-1]), params)]
+
+    updates = views(work)
 
     def step(index: np.ndarray, adam: bool) -> None:
         w1, b1, w2, b2, w3, b3 = params
@@ -51,26 +59,21 @@ def hand_epoch(x: np.ndarray, y: np.ndarray, batch: int = 128):
         hits.append(int((np.argmax(p, axis=1) == yb).sum()))  # (the fit loop keeps both)
         p[rows, yb] -= 1
         gz = p / len(index)
-        grad = np.empty(total, np.float32)
-        views, start = [], 0
-        for q in params:
-            views.append(grad[start:start + q.size].reshape(q.shape))
-            start += q.size
-        np.matmul(h2.T, gz, out=views[4])
-        gz.sum(axis=0, out=views[5])
+        grad = np.empty(total, np.float32)  # a new buffer each step, as the fit loop's
+        places = views(grad)
+        np.matmul(h2.T, gz, out=places[4])
+        gz.sum(axis=0, out=places[5])
         g2 = (gz @ w3.T) * (h2 > 0)
-        np.matmul(h1.T, g2, out=views[2])
-        g2.sum(axis=0, out=views[3])
+        np.matmul(h1.T, g2, out=places[2])
+        g2.sum(axis=0, out=places[3])
         g1 = (g2 @ w2.T) * (h1 > 0)
-        np.matmul(xb.T, g1, out=views[0])
-        g1.sum(axis=0, out=views[1])
+        np.matmul(xb.T, g1, out=places[0])
+        g1.sum(axis=0, out=places[1])
         if adam:
             steps[0] += 1
             _adam_numpy(grad, m, v, work, 0.9, 0.999, float(steps[0]), 1e-3, 1e-8)
-            start = 0
-            for q in params:
-                q -= work[start:start + q.size].reshape(q.shape)
-                start += q.size
+            for q, update in zip(params, updates):
+                q -= update
 
     def epoch(adam: bool = True) -> None:
         order = generator.permutation(len(x))
