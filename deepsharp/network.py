@@ -52,7 +52,11 @@ class Network(Module):
         `channels_last`."""
         from deepsharp.layers.data_format import data_format
 
-        return data_format(self.spec)
+        held = self.__dict__.get("_format")  # (the spec is read whole; a batch's check asks)
+        if held is None or held[0] is not self.spec:
+            held = (self.spec, data_format(self.spec))
+            object.__setattr__(self, "_format", held)
+        return held[1]
 
     def with_low_rank(self, rank: int, on: Sequence[str], **options: Any) -> "Network":
         """A new network whose dense layers at places `on` are frozen with a trained low-rank
@@ -105,8 +109,8 @@ class Network(Module):
             check(batch)
         expected = self.input_shape
         received = tuple(batch.shape[1:])
-        steps = self.steps
-        ids = bool(steps) and steps[0].spec.input_dtype == "int64"  # ids: the last axis is steps
+        first = next(iter(self._modules.values()), None)
+        ids = first is not None and first.spec.input_dtype == "int64"  # ids: the last axis is steps
         channel = 0 if self.data_format == "channels_first" else -1
         if len(received) != expected.rank or (expected.rank and not ids
                                               and received[channel] != expected[channel]):

@@ -206,10 +206,9 @@ class Adam(Optimizer):
         super().zero_grad()
         flat = getattr(self, "_flat_moments", None)
         if flat is not None:
-            by_name = dict(self.params)
-            for name, home in zip(flat.names, flat.new_grad()):
-                if name in by_name:
-                    by_name[name]._grad_home = home
+            for owner, home in zip(flat.owners(self.params), flat.new_grad()):
+                if owner is not None:
+                    owner._grad_home = home
 
     def step(self) -> None:
         """Every parameter's update in one pass over flat buffers (`_flat_step`) when they share
@@ -395,6 +394,16 @@ class _FlatMoments:
             optimizer.state[name] = state
         optimizer._flat_moments = flat
         return flat
+
+    def owners(self, params: list[tuple[str, Parameter]]) -> list[Parameter | None]:
+        """The parameter of `params` (the optimizer's bound pairs) at each place, None where no
+        parameter of that name is bound; worked out once per list (a step asks each time)."""
+        pairs = tuple(params)
+        held = getattr(self, "_owners", None)
+        if held is None or held[0] != pairs:  # (tuples compare their items by identity first)
+            by_name = dict(pairs)
+            held = self._owners = (pairs, [by_name.get(name) for name in self.names])
+        return held[1]
 
     def views(self, buffer: np.ndarray) -> list[np.ndarray]:
         parts, start = [], 0

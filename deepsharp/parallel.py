@@ -114,6 +114,11 @@ def check_splittable(module: Module) -> None:
                                 f"numbers. Train it on one thread")
 
 
+def one_thread() -> bool:
+    """Whether a batch's forward and backward run whole on the calling thread (not in shares)."""
+    return _threads.get() == 1 or split_var.get() == "kernels"
+
+
 def forward_backward(module: Module, run_rows: Pass, size: int) -> tuple[float, Any]:
     """Forward and backward of one batch of `size` rows: (the loss, what the pass returned).
 
@@ -122,7 +127,7 @@ def forward_backward(module: Module, run_rows: Pass, size: int) -> tuple[float, 
     in dicts and tuples. Two shares' payloads are joined (arrays concatenated, numbers weighted by
     rows). Leaf gradients accumulate into `.grad` as one `backward` would.
     """
-    if _threads.get() == 1 or split_var.get() == "kernels" or size < 2:
+    if one_thread() or size < 2:
         value, payload = run_rows(slice(0, size))
         value.backward()
         return float(value._data), payload
