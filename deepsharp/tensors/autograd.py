@@ -65,15 +65,30 @@ def _run_backward(record: Record, grads: list[np.ndarray | None],
     if prim.backward is None:
         raise OpError(f"primitive {record.op!r} has no backward rule; it cannot be trained through")
     check_saved(record)
+    arrays = [t._data for t in record.inputs]
+    input_grads = call_rule(prim, record, grads, record.saved, arrays, record.attrs)
+    for tensor, (parent, index, requires_grad), g in zip(record.inputs, record.edges, input_grads):
+        if g is None or not requires_grad:
+            continue
+        if parent is None:
+            _accumulate_leaf(tensor, g, prim.fresh)
+            continue
+        send(pending, id(parent), len(parent.shapes), index, g)
+
+
+def call_rule(prim: Any, record: Any, grads: list[np.ndarray | None], saved: Any,
+              arrays: list[np.ndarray], attrs: dict[str, Any]) -> Any:
+    """`prim`'s backward rule on `arrays`, the gradients of its results (zeros for those nothing
+    used), which inputs need theirs and where it may write them (`record`: its `inputs`,
+    `edges` and `shapes`/`dtypes`); one gradient (or None) per input."""
     filled = [g if g is not None else np.zeros(s, dtype=d)
               for g, s, d in zip(grads, record.shapes, record.dtypes)]
-    arrays = [t._data for t in record.inputs]
     given = filled if prim.outputs > 1 else filled[0]
     token = _needs_input_grad.set(tuple([edge[2] for edge in record.edges]))
     homes = _homes(record) if prim.fresh else None
     out_token = _grad_out.set(homes) if homes is not None else None
     try:
-        input_grads = prim.backward(given, record.saved, *arrays, **record.attrs)
+        return prim.backward(given, saved, *arrays, **attrs)
     finally:
         _needs_input_grad.reset(token)
         if out_token is not None:
@@ -81,15 +96,15 @@ def _run_backward(record: Record, grads: list[np.ndarray | None],
             for tensor, home in zip(record.inputs, homes):
                 if home is not None:
                     tensor._grad_home = None  # used once: the next gradient accumulates
-    for tensor, (parent, index, requires_grad), g in zip(record.inputs, record.edges, input_grads):
-        if g is None or not requires_grad:
-            continue
-        if parent is None:
-            _accumulate_leaf(tensor, g, prim.fresh)
-            continue
-        slots = pending.setdefault(id(parent), [None] * len(parent.shapes))
-        current = slots[index]
-        slots[index] = g if current is None else current + g
+
+
+def send(pending: dict[Any, list[np.ndarray | None]], key: Any, outputs: int, index: int,
+         g: np.ndarray) -> None:
+    """Add `g` to the gradient waiting for result `index` of the record `key` names (the first
+    one in, the sum after)."""
+    slots = pending.setdefault(key, [None] * outputs)
+    current = slots[index]
+    slots[index] = g if current is None else current + g
 
 
 def _homes(record: Record) -> tuple[np.ndarray | None, ...] | None:

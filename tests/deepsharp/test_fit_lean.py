@@ -10,12 +10,24 @@ from deepsharp import Adam, CrossEntropy, Module, RandomStream, Sequential, Shap
 from deepsharp import training
 from deepsharp.compiled import compiled
 from deepsharp.parallel import data_parallel
+from deepsharp.step_plan import Plan
 from deepsharp.tensors import apply
+from deepsharp.tensors.modes import unfused
+
+NETWORKS = {
+    # recorded once an input shape, then replayed (step_plan.py)
+    "dense": lambda: Sequential().dense(8).relu().dense(8).relu().dense(3),
+    "residual, tanh": lambda: (Sequential().dense(8).residual(Sequential().dense(8).tanh())
+                               .dense(3)),
+    "conv, pool": lambda: Sequential().conv1d(4, 2).relu().max_pool1d(2).flatten().dense(3),
+    # the tape every batch: a dropout mask is a constant of the pass
+    "dropout": lambda: Sequential().dense(8).relu().dense(8).relu().dropout(0.25).dense(3),
+}
 
 
-def _network():
-    return (Sequential().dense(8).relu().dense(8).relu().dropout(0.25).dense(3)
-            .lower(Shape(5), RandomStream(0)))
+def _network(kind: str = "dropout"):
+    shape = Shape(5, 1) if kind.startswith("conv") else Shape(5)  # (a series of 5 steps)
+    return NETWORKS[kind]().lower(shape, RandomStream(0))
 
 
 def _data(n: int = 70):
@@ -24,19 +36,26 @@ def _data(n: int = 70):
 
 
 def _fit(monkeypatch, general: bool, network=None, **options):
-    """Train a few steps; (weights by name, history without timings, general passes run)."""
-    passes = []
-    real = training.forward_backward
+    """Train a few steps; (weights by name, history without timings, general passes run,
+    replays run)."""
+    passes, replays = [], []
+    real, replay = training.forward_backward, Plan.replay
 
     def counted(*args):
         passes.append(1)
         return real(*args)
 
+    def replayed(*args):
+        replays.append(1)
+        return replay(*args)
+
     monkeypatch.setattr(training, "forward_backward", counted)
+    monkeypatch.setattr(Plan, "replay", replayed)
     if general:
-        monkeypatch.setattr(training, "_lean_pass", lambda run, batch: None)
+        monkeypatch.setattr(training, "_lean_pass", lambda run, batch, plans: None)
     network = network or _network()
     x, y = _data()
+    x = x.astype(options.pop("dtype", np.float32)).reshape(len(x), *getattr(network, "input_shape", (5,)))
     y = (y, y) if options.pop("two answers", False) else y
     options = {"loss": CrossEntropy(), "batch_size": 16, "epochs": 2, "progress": False,
                **options}
@@ -44,7 +63,7 @@ def _fit(monkeypatch, general: bool, network=None, **options):
     monkeypatch.undo()
     weights = {name: p._data.copy() for name, p in network.named_parameters()}
     logs = [{k: v for k, v in epoch.items() if k != "seconds"} for epoch in history]
-    return weights, logs, len(passes)
+    return weights, logs, len(passes), len(replays)
 
 
 def _same(first, second) -> None:
@@ -55,13 +74,67 @@ def _same(first, second) -> None:
 
 
 @pytest.mark.parametrize("use_numba", [False, True])
-def test_lean_pass_trains_bit_for_bit_as_the_general_path(monkeypatch, use_numba):
+@pytest.mark.parametrize("kind", list(NETWORKS))
+def test_lean_pass_trains_bit_for_bit_as_the_general_path(monkeypatch, use_numba, kind):
     if use_numba:
         pytest.importorskip("numba")
     with compiled() if use_numba else _nothing():
-        lean = _fit(monkeypatch, general=False, validation_split=0.2)
-        general = _fit(monkeypatch, general=True, validation_split=0.2)
+        lean = _fit(monkeypatch, False, _network(kind), validation_split=0.2)
+        general = _fit(monkeypatch, True, _network(kind), validation_split=0.2)
     assert lean[2] == 0 and general[2] > 0  # the lean pass ran every batch, then none
+    # 56 rows in batches of 16: each epoch records its first batch and its last (8 rows)
+    assert lean[3] == (2 * 2 if kind != "dropout" else 0) and general[3] == 0
+    _same(lean, general)
+
+
+class _Network(type(_network())):
+    """A network of another type: its own forward might do anything."""
+
+
+def _frozen(network):
+    network.steps[0].weight.requires_grad = False
+    return network
+
+
+PLAN_OFF = {
+    "dropout": lambda: (_network("dropout"), {}),
+    "batch norm": lambda: (Sequential().dense(8).batch_norm().relu().dense(3)
+                           .lower(Shape(5), RandomStream(0)), {}),
+    "a subclass": lambda: (_Network(_network("dense").spec, Shape(5), _network("dense").steps),
+                           {}),
+    "another loss": lambda: (_network("dense"), {"loss": _OwnLoss()}),
+    "float64 x": lambda: (_network("dense"), {"x": np.float64}),
+}
+
+
+class _OwnLoss(type(CrossEntropy())):
+    """A loss of the user's: its __call__ might do anything."""
+
+
+@pytest.mark.parametrize("case", list(PLAN_OFF))
+def test_each_condition_turns_the_replay_off(monkeypatch, case):
+    network, options = PLAN_OFF[case]()
+    dtype = options.pop("x", None)
+    if dtype is not None:  # (x cast to float32 for the tape: a float input of another type)
+        found = _fit(monkeypatch, False, network, dtype=dtype, **options)
+        assert found[3] > 0
+        return
+    found = _fit(monkeypatch, False, network, **options)
+    assert found[2] == 0 and found[3] == 0  # the lean pass, on the tape every batch
+
+
+def test_a_frozen_parameter_is_a_constant_of_the_plan(monkeypatch):
+    lean = _fit(monkeypatch, False, _frozen(_network("dense")))
+    general = _fit(monkeypatch, True, _frozen(_network("dense")))
+    assert lean[3] > 0
+    _same(lean, general)
+
+
+def test_a_pass_under_unfused_replays_the_unfused_primitives(monkeypatch):
+    with unfused():
+        lean = _fit(monkeypatch, False, _network("dense"))
+        general = _fit(monkeypatch, True, _network("dense"))
+    assert lean[3] > 0
     _same(lean, general)
 
 

@@ -1,0 +1,199 @@
+"""A network's training pass recorded once and replayed: fit's forward, loss and backward of a
+batch without the tape's per-operation bookkeeping.
+
+The first batch of an input shape runs through the tape as usual; the records it leaves, from the
+input and the parameters to the loss, become a plan: each primitive with its attributes, where each
+of its inputs comes from (the batch, a parameter, the target, an earlier result), in the order the
+tape sorted them. A later batch of that shape (and of that target's shape and type) runs the same
+forward rules on its own arrays, then the same backward rules in the same order, with the same
+gradient places (`grad_out`) and the same sums (`call_rule`, `send`, `_accumulate_leaf`: the
+tape's own): every number is the tape's (tests/deepsharp/test_fit_lean.py holds weights and
+history bit for bit).
+
+A pass is planned only when nothing but its input, its parameters and its target can change what
+it computes:
+- the module is a plain Network (a stack of steps) holding no buffers (batch norm's running
+  statistics change outside the tape), its input one float array, its loss one of the library's
+  own (`Plans.__init__`, `Plans.key`);
+- every record's input is the batch's input, a parameter, the prepared target or an earlier
+  record's result (`_sources`): a constant made during the pass (a dropout mask, noise, a number)
+  refuses the plan, and so does a value computed from the input alone (a constant to the tape);
+- at each replay: no tracer, gradients on, fusion as when the epoch began, the module training
+  and every parameter requiring its gradient as when the epoch began (`Plans.key`).
+Anything else runs the tape, batch after batch. Plans live for one epoch (a callback may change
+the module between epochs). A replay skips what only the tape's users need: version checks (no
+tensor of the pass can be written between its forward and its backward) and results' tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from deepsharp.errors import OpError
+from deepsharp.tensors import Tensor, modes
+from deepsharp.tensors.autograd import _accumulate_leaf, _sorted_records, call_rule, send
+from deepsharp.tensors.modes import _grad_enabled, _trace_hook
+from deepsharp.tensors.primitives import lookup
+
+INPUT, PARAMETER, TARGET, RESULT = range(4)
+_INNER = object()  # stands for a record's parent: only "not a leaf" matters to call_rule
+
+
+class _Rule:
+    """One record of a plan: what `call_rule` reads of a Record, without its arrays."""
+
+    __slots__ = ("op", "prim", "attrs", "sources", "inputs", "edges", "shapes", "dtypes")
+
+    def __init__(self, record: Any, sources: list[tuple[int, Any]]) -> None:
+        self.op, self.prim, self.attrs = record.op, lookup(record.op), record.attrs
+        self.sources = sources
+        self.inputs = tuple([s if kind == PARAMETER else None for kind, s in sources])
+        self.edges = tuple([(None if parent is None else _INNER, index, needs)
+                            for parent, index, needs in record.edges])
+        self.shapes, self.dtypes = record.shapes, record.dtypes
+
+
+class Plan:
+    """A recorded pass: its rules (parents first), where the logits are, the target it takes."""
+
+    __slots__ = ("rules", "logits", "logits_shape", "target")
+
+    def __init__(self, rules: list[_Rule], logits: tuple[int, int], logits_shape: tuple,
+                 target: tuple) -> None:
+        self.rules, self.logits, self.logits_shape, self.target = rules, logits, logits_shape, target
+
+    def takes(self, target: np.ndarray) -> bool:
+        return (target.shape, target.dtype) == self.target
+
+    def replay(self, x: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray]:
+        """The pass on a new batch: forward, then backward into the parameters' gradients (as
+        `backward` leaves them); (the loss, the logits)."""
+        outs, saved = _forward(self.rules, x, target)
+        loss = outs[-1][0]
+        _backward(self.rules, outs, saved, x, target, np.ones_like(loss))
+        return float(loss), outs[self.logits[0]][self.logits[1]]
+
+
+class Plans:
+    """One epoch's recorded passes of `module` trained with `loss`, by input shape and type."""
+
+    def __init__(self, module: Any, loss: Any) -> None:
+        from deepsharp.losses import Loss
+        from deepsharp.network import Network
+
+        self.module = module
+        self.params = [p for _, p in module.named_parameters()]
+        self.needs = [p.requires_grad for p in self.params]  # (a frozen one is a constant)
+        self.possible = (type(module) is Network and not list(module.named_buffers())
+                         and isinstance(loss, Loss) and type(loss).__module__ == Loss.__module__)
+        self.fusing = modes.may_fuse()
+        self.found: dict[tuple, Plan | None] = {}
+
+    def key(self, inputs: Any) -> tuple | None:
+        """The key of a batch whose pass a plan may run (recorded or not yet), else None."""
+        if not self.possible or not isinstance(inputs, tuple) or len(inputs) != 1:
+            return None
+        x = inputs[0]
+        if (not isinstance(x, np.ndarray) or x.dtype.kind != "f" or _trace_hook.get() is not None
+                or not _grad_enabled.get() or not self.module.training
+                or modes.may_fuse() != self.fusing
+                or [p.requires_grad for p in self.params] != self.needs):
+            return None
+        return (x.shape, x.dtype)
+
+    def get(self, key: tuple | None) -> Plan | None:
+        return None if key is None else self.found.get(key)
+
+    def record(self, key: tuple, x: Tensor, z: Tensor, target: np.ndarray, value: Tensor) -> None:
+        """Keep the pass the tape just ran (input x, logits z, the loss `value`, before its
+        backward) as the plan for batches of `key` when it is one; else remember it is not."""
+        if key not in self.found:
+            self.found[key] = _plan(x, z, target, value, {id(p) for p in self.params})
+
+
+def _plan(x: Tensor, z: Tensor, target: np.ndarray, value: Tensor, params: set[int]
+          ) -> Plan | None:
+    root = value.record
+    if root is None or value.index != 0 or z.record is None or not isinstance(target, np.ndarray):
+        return None
+    order = _sorted_records(root)  # parents first; backward runs it from the end
+    places = {id(r): k for k, r in enumerate(order)}
+    if order[-1] is not root or id(z.record) not in places:
+        return None
+    rules = []
+    for record in order:
+        sources = _sources(record, x, target, params, places)
+        if sources is None or lookup(record.op).backward is None:
+            return None
+        rules.append(_Rule(record, sources))
+    return Plan(rules, (places[id(z.record)], z.index), tuple(z._data.shape),
+                (target.shape, target.dtype))
+
+
+def _sources(record: Any, x: Tensor, target: np.ndarray, params: set[int], places: dict
+             ) -> list[tuple[int, Any]] | None:
+    """Where each input of `record` comes from, or None when one is a constant of this pass."""
+    sources: list[tuple[int, Any]] = []
+    for t, (parent, index, needs) in zip(record.inputs, record.edges):
+        if t is x and parent is None and not needs:
+            sources.append((INPUT, None))
+        elif parent is None and id(t) in params:  # (one that needs no gradient: frozen)
+            sources.append((PARAMETER, t))
+        elif parent is None and not needs and t._data is target:
+            sources.append((TARGET, None))
+        elif parent is not None and needs and t.record is parent and id(parent) in places:
+            sources.append((RESULT, (places[id(parent)], index)))
+        else:
+            return None
+    return sources
+
+
+def _arrays(rule: _Rule, x: np.ndarray, target: np.ndarray, outs: list) -> list[np.ndarray]:
+    arrays = []
+    for kind, source in rule.sources:
+        if kind == RESULT:
+            arrays.append(outs[source[0]][source[1]])
+        elif kind == PARAMETER:
+            arrays.append(source._data)
+        else:
+            arrays.append(x if kind == INPUT else target)
+    return arrays
+
+
+def _forward(rules: list[_Rule], x: np.ndarray, target: np.ndarray) -> tuple[list, list]:
+    """Each rule's results and what it saved, in order (numpy's refusals as apply words them)."""
+    outs, saved = [], []
+    for rule in rules:
+        try:
+            out, kept = rule.prim.forward(*_arrays(rule, x, target, outs), **rule.attrs)
+        except (TypeError, ValueError, IndexError, OverflowError, MemoryError,
+                AttributeError) as error:
+            text = str(error) or type(error).__name__
+            raise OpError(f"{rule.op}: cannot compute: {text[:200]}") from None
+        outs.append(out if rule.prim.outputs > 1 else (out,))
+        saved.append(kept)
+    return outs, saved
+
+
+def _backward(rules: list[_Rule], outs: list, saved: list, x: np.ndarray, target: np.ndarray,
+              seed: np.ndarray) -> None:
+    """`backward`'s walk over the plan: the rules from the last, each result's gradient summed
+    in arrival order, leaves' gradients accumulated as the tape does."""
+    last = len(rules) - 1
+    pending: dict[int, list] = {last: [seed] + [None] * (len(rules[last].shapes) - 1)}
+    for k in range(last, -1, -1):
+        grads = pending.pop(k, None)
+        if grads is None:
+            continue
+        rule = rules[k]
+        input_grads = call_rule(rule.prim, rule, grads, saved[k], _arrays(rule, x, target, outs),
+                                rule.attrs)
+        for (kind, source), edge, g in zip(rule.sources, rule.edges, input_grads):
+            if g is None or not edge[2]:
+                continue
+            if kind == PARAMETER:
+                _accumulate_leaf(source, g, rule.prim.fresh)
+            else:
+                send(pending, source[0], len(rules[source[0]].shapes), source[1], g)
