@@ -43,8 +43,9 @@ class EpochProgress:
 
     def __init__(self, verbose: int, epoch: int, epochs: int, steps: int) -> None:
         self.verbose, self.epoch, self.epochs = verbose, epoch, epochs
-        self.bar = tqdm(total=steps, disable=verbose != 1, desc=f"epoch {epoch + 1}/{epochs}",
-                        leave=True, file=sys.stderr, dynamic_ncols=True)
+        # (no bar made when none is shown: a disabled tqdm still costs about a millisecond)
+        self.bar = tqdm(total=steps, desc=f"epoch {epoch + 1}/{epochs}", leave=True,
+                        file=sys.stderr, dynamic_ncols=True) if verbose == 1 else None
 
     @property
     def showing(self) -> bool:
@@ -56,9 +57,10 @@ class EpochProgress:
         self.bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
 
     def close(self, logs: dict[str, float] | None) -> None:
-        if logs is not None and self.verbose == 1:
-            self.bar.set_postfix_str(line(logs), refresh=True)
-        self.bar.close()
+        if self.bar is not None:
+            if logs is not None:
+                self.bar.set_postfix_str(line(logs), refresh=True)
+            self.bar.close()
         if logs is not None and self.verbose == 2:
             print(f"epoch {self.epoch + 1}/{self.epochs} - {logs['seconds']:.2f}s - {line(logs)}",
                   flush=True)
