@@ -44,7 +44,8 @@ _INNER = object()  # stands for a record's parent: only "not a leaf" matters to 
 class _Rule:
     """One record of a plan: what `call_rule` reads of a Record, without its arrays."""
 
-    __slots__ = ("op", "prim", "attrs", "sources", "inputs", "edges", "shapes", "dtypes")
+    __slots__ = ("op", "prim", "attrs", "sources", "inputs", "edges", "needs", "shapes",
+                 "dtypes")
 
     def __init__(self, record: Any, sources: list[tuple[int, Any]]) -> None:
         self.op, self.prim, self.attrs = record.op, lookup(record.op), record.attrs
@@ -52,6 +53,7 @@ class _Rule:
         self.inputs = tuple([s if kind == PARAMETER else None for kind, s in sources])
         self.edges = tuple([(None if parent is None else _INNER, index, needs)
                             for parent, index, needs in record.edges])
+        self.needs = tuple([edge[2] for edge in self.edges])
         self.shapes, self.dtypes = record.shapes, record.dtypes
 
 
@@ -189,9 +191,9 @@ def _backward(rules: list[_Rule], outs: list, saved: list, x: np.ndarray, target
             continue
         rule = rules[k]
         input_grads = call_rule(rule.prim, rule, grads, saved[k], _arrays(rule, x, target, outs),
-                                rule.attrs)
-        for (kind, source), edge, g in zip(rule.sources, rule.edges, input_grads):
-            if g is None or not edge[2]:
+                                rule.attrs, rule.needs)
+        for (kind, source), needs, g in zip(rule.sources, rule.needs, input_grads):
+            if g is None or not needs:
                 continue
             if kind == PARAMETER:
                 _accumulate_leaf(source, g, rule.prim.fresh)

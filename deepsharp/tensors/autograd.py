@@ -77,14 +77,20 @@ def _run_backward(record: Record, grads: list[np.ndarray | None],
 
 
 def call_rule(prim: Any, record: Any, grads: list[np.ndarray | None], saved: Any,
-              arrays: list[np.ndarray], attrs: dict[str, Any]) -> Any:
+              arrays: list[np.ndarray], attrs: dict[str, Any], needs: tuple | None = None) -> Any:
     """`prim`'s backward rule on `arrays`, the gradients of its results (zeros for those nothing
-    used), which inputs need theirs and where it may write them (`record`: its `inputs`,
-    `edges` and `shapes`/`dtypes`); one gradient (or None) per input."""
-    filled = [g if g is not None else np.zeros(s, dtype=d)
-              for g, s, d in zip(grads, record.shapes, record.dtypes)]
+    used), which inputs need theirs (`needs`, by default the record's edges say) and where it may
+    write them (`record`: its `inputs`, `edges` and `shapes`/`dtypes`); one gradient (or None) per
+    input."""
+    if len(grads) == 1 and grads[0] is not None:  # (one result, its gradient come: most rules)
+        filled = grads
+    else:
+        filled = [g if g is not None else np.zeros(s, dtype=d)
+                  for g, s, d in zip(grads, record.shapes, record.dtypes)]
     given = filled if prim.outputs > 1 else filled[0]
-    token = _needs_input_grad.set(tuple([edge[2] for edge in record.edges]))
+    if needs is None:
+        needs = tuple([edge[2] for edge in record.edges])
+    token = _needs_input_grad.set(needs)
     homes = _homes(record) if prim.fresh else None
     out_token = _grad_out.set(homes) if homes is not None else None
     try:
