@@ -1,5 +1,5 @@
 """A network's training pass recorded once and replayed: fit's forward, loss and backward of a
-batch without the tape's per-operation bookkeeping.
+batch without the tape's per-operation bookkeeping (`lean_pass`, which fit calls for each batch).
 
 The first batch of an input shape runs through the tape as usual; the records it leaves, from the
 input and the parameters to the loss, become a plan: each primitive with its attributes, where each
@@ -13,8 +13,9 @@ history bit for bit).
 A pass is planned only when nothing but its input, its parameters and its target can change what
 it computes:
 - the module is a plain Network (a stack of steps) holding no buffers (batch norm's running
-  statistics change outside the tape), its input one float array, its loss one of the library's
-  own (`Plans.__init__`, `Plans.key`);
+  statistics change outside the tape), its input one array of numbers (floats, or ids: what a
+  layer checks of its values, a primitive checks, and a replay runs it), its loss one of the
+  library's own (`Plans.__init__`, `Plans.key`);
 - every record's input is the batch's input, a parameter, the prepared target or an earlier
   record's result (`_sources`): a constant made during the pass (a dropout mask, noise, a number)
   refuses the plan, and so does a value computed from the input alone (a constant to the tape);
@@ -32,6 +33,8 @@ from typing import Any
 import numpy as np
 
 from deepsharp.errors import OpError
+from deepsharp.feeding import call, prepare, tensors
+from deepsharp.parallel import one_thread
 from deepsharp.tensors import Tensor, modes
 from deepsharp.tensors.autograd import _accumulate_leaf, _sorted_records, call_rule, send
 from deepsharp.tensors.modes import _grad_enabled, _trace_hook
@@ -98,7 +101,8 @@ class Plans:
         if not self.possible or not isinstance(inputs, tuple) or len(inputs) != 1:
             return None
         x = inputs[0]
-        if (not isinstance(x, np.ndarray) or x.dtype.kind != "f" or _trace_hook.get() is not None
+        if (not isinstance(x, np.ndarray) or x.dtype.kind not in "fiu"
+                or _trace_hook.get() is not None
                 or not _grad_enabled.get() or not self.module.training
                 or modes.may_fuse() != self.fusing
                 or [p.requires_grad for p in self.params] != self.needs):
@@ -199,3 +203,47 @@ def _backward(rules: list[_Rule], outs: list, saved: list, x: np.ndarray, target
                 _accumulate_leaf(source, g, rule.prim.fresh)
             else:
                 send(pending, source[0], len(rules[source[0]].shapes), source[1], g)
+
+
+# -- fit's pass ------------------------------------------------------------------------------------
+def lean_pass(run: Any, batch: Any, plans: Plans | None) -> tuple[float, tuple] | None:
+    """fit's `forward_backward` over `_loss_of` (training.py) for the usual batch, with the same
+    calls and numbers but none of their generality: one output whose loss weighs 1, no sample or
+    class weights, one thread (forward_backward's own test); a pass `plans` holds runs as its
+    replay, and the first of its shape is recorded. None when the batch is not the usual one
+    (then the general path runs)."""
+    objective = run.objective
+    if (plans is None or run.class_weight is not None or batch.w is not None
+            or not one_thread()):
+        return None
+    loss = objective.outputs[0].loss
+    where = f"fit: {run.source.what}{', ' + batch.where if batch.where else ''}"
+    y = objective.answers(batch.y, run.source.what)[""]  # (which refuses y that is not one array)
+    key = plans.key(batch.x)
+    plan = plans.get(key)
+    if plan is not None:
+        x = Tensor(batch.x[0])
+        run.module.check_input(x)
+        target = prepare(loss, y, plan.logits_shape, where)
+        if plan.takes(target):
+            number, z = plan.replay(x._data, target)
+            return number, ({"": z}, {"": target}, {"": number})
+    inputs = tensors(batch.x)
+    z = call(run.module, inputs, loss)
+    target = prepare(loss, y, tuple(z.shape), where)
+    value = loss(z, target)
+    part = float(value._data)
+    if key is not None:
+        plans.record(key, inputs[0], z, target, value)
+    value.backward()
+    return float(value._data), ({"": z._data}, {"": target}, {"": part})
+
+
+def plans_for(run: Any) -> Plans | None:
+    """An epoch's recorded passes when its batches may take the lean pass (one output with a
+    loss weighing 1), else None."""
+    objective = run.objective
+    output = objective.outputs[0]
+    if objective.structure != "single" or output.loss is None or output.weight != 1.0:
+        return None
+    return Plans(run.module, output.loss)

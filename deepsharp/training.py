@@ -33,11 +33,11 @@ from deepsharp.memory import keep_freed_memory
 from deepsharp.module import Module
 from deepsharp.objective import Objective
 from deepsharp.optimizers import Optimizer
-from deepsharp.parallel import forward_backward, one_thread
+from deepsharp.parallel import forward_backward
 from deepsharp.progress import EpochProgress, verbosity
 from deepsharp.random import RandomStream
 from deepsharp.run import running
-from deepsharp.step_plan import Plans
+from deepsharp.step_plan import lean_pass, plans_for
 from deepsharp.tensors import Tensor, no_grad
 
 EVAL_CHUNK = 1024
@@ -222,60 +222,17 @@ def _loss_of(run: _Run, batch: Batch) -> tuple[Tensor, tuple]:
     return value, ({k: t._data for k, t in outputs.items()}, targets, parts)
 
 
-def _lean_pass(run: _Run, batch: Batch, plans: Plans | None) -> tuple[float, tuple] | None:
-    """`forward_backward` over `_loss_of` for the usual batch, with the same calls and numbers
-    but none of their generality: one output whose loss weighs 1, no sample or class weights,
-    one thread (forward_backward's own test); a pass `plans` recorded runs as its replay
-    (deepsharp/step_plan.py). None when the batch is not the usual one (then the general path
-    runs)."""
-    objective = run.objective
-    if (plans is None or run.class_weight is not None or batch.w is not None
-            or not one_thread()):
-        return None
-    loss = objective.outputs[0].loss
-    where = f"fit: {run.source.what}{', ' + batch.where if batch.where else ''}"
-    y = objective.answers(batch.y, run.source.what)[""]  # (which refuses y that is not one array)
-    key = plans.key(batch.x)
-    plan = plans.get(key)
-    if plan is not None:
-        x = Tensor(batch.x[0])
-        run.module.check_input(x)
-        target = prepare(loss, y, plan.logits_shape, where)
-        if plan.takes(target):
-            number, z = plan.replay(x._data, target)
-            return number, ({"": z}, {"": target}, {"": number})
-    inputs = tensors(batch.x)
-    z = call(run.module, inputs, loss)
-    target = prepare(loss, y, tuple(z.shape), where)
-    value = loss(z, target)
-    part = float(value._data)
-    if key is not None:
-        plans.record(key, inputs[0], z, target, value)
-    value.backward()
-    return float(value._data), ({"": z._data}, {"": target}, {"": part})
-
-
-def _plans(run: _Run) -> Plans | None:
-    """An epoch's recorded passes when its batches may take the lean pass (one output with a
-    loss weighing 1), else None."""
-    objective = run.objective
-    output = objective.outputs[0]
-    if objective.structure != "single" or output.loss is None or output.weight != 1.0:
-        return None
-    return Plans(run.module, output.loss)
-
-
 def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
     module, objective, optimizer = run.module, run.objective, run.optimizer
     totals = _Epoch(objective)
     module.train()
-    plans = _plans(run)
+    plans = plans_for(run)
     for batch in run.source.batches(epoch, run.stream, run.shuffle):
         optimizer.scheduled(epoch, step)
         optimizer.zero_grad()
         rows = batch.rows
         with running(run.stream, step):  # forward and backward: two threads in data_parallel(2)
-            lean = _lean_pass(run, batch, plans)
+            lean = lean_pass(run, batch, plans)
             number, (outputs, targets, parts) = lean if lean is not None else forward_backward(
                 module, lambda share: _loss_of(run, _rows_of(batch, share)), rows)
         if not math.isfinite(number):

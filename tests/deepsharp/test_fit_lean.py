@@ -1,4 +1,4 @@
-"""fit's lean pass (training._lean_pass) against its general path (forward_backward over
+"""fit's lean pass (step_plan.lean_pass) against its general path (forward_backward over
 _loss_of): the same weights and history, bit for bit, and each condition that turns it off."""
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ NETWORKS = {
     "residual, tanh": lambda: (Sequential().dense(8).residual(Sequential().dense(8).tanh())
                                .dense(3)),
     "conv, pool": lambda: Sequential().conv1d(4, 2).relu().max_pool1d(2).flatten().dense(3),
+    "embedding, attention": lambda: (Sequential().embedding(7, 8).residual(
+        Sequential().layer_norm().multi_head_attention(2, 8)).global_avg_pool().dense(3)),
     # the tape every batch: a dropout mask is a constant of the pass
     "dropout": lambda: Sequential().dense(8).relu().dense(8).relu().dropout(0.25).dense(3),
 }
@@ -30,9 +32,10 @@ def _network(kind: str = "dropout"):
     return NETWORKS[kind]().lower(shape, RandomStream(0))
 
 
-def _data(n: int = 70):
+def _data(n: int = 70, ids: bool = False):
     generator = np.random.default_rng(2)
-    return generator.standard_normal((n, 5)).astype(np.float32), generator.integers(0, 3, n)
+    x = generator.integers(0, 7, (n, 5)) if ids else generator.standard_normal((n, 5))
+    return x, generator.integers(0, 3, n)
 
 
 def _fit(monkeypatch, general: bool, network=None, **options):
@@ -52,10 +55,12 @@ def _fit(monkeypatch, general: bool, network=None, **options):
     monkeypatch.setattr(training, "forward_backward", counted)
     monkeypatch.setattr(Plan, "replay", replayed)
     if general:
-        monkeypatch.setattr(training, "_lean_pass", lambda run, batch, plans: None)
+        monkeypatch.setattr(training, "lean_pass", lambda run, batch, plans: None)
     network = network or _network()
-    x, y = _data()
-    x = x.astype(options.pop("dtype", np.float32)).reshape(len(x), *getattr(network, "input_shape", (5,)))
+    ids = options.pop("ids", False)
+    x, y = _data(ids=ids)
+    shape = getattr(network, "input_shape", (5,))
+    x = x if ids else x.astype(options.pop("dtype", np.float32)).reshape(len(x), *shape)
     y = (y, y) if options.pop("two answers", False) else y
     options = {"loss": CrossEntropy(), "batch_size": 16, "epochs": 2, "progress": False,
                **options}
@@ -78,9 +83,10 @@ def _same(first, second) -> None:
 def test_lean_pass_trains_bit_for_bit_as_the_general_path(monkeypatch, use_numba, kind):
     if use_numba:
         pytest.importorskip("numba")
+    ids = kind.startswith("embedding")
     with compiled() if use_numba else _nothing():
-        lean = _fit(monkeypatch, False, _network(kind), validation_split=0.2)
-        general = _fit(monkeypatch, True, _network(kind), validation_split=0.2)
+        lean = _fit(monkeypatch, False, _network(kind), validation_split=0.2, ids=ids)
+        general = _fit(monkeypatch, True, _network(kind), validation_split=0.2, ids=ids)
     assert lean[2] == 0 and general[2] > 0  # the lean pass ran every batch, then none
     # 56 rows in batches of 16: each epoch records its first batch and its last (8 rows)
     assert lean[3] == (2 * 2 if kind != "dropout" else 0) and general[3] == 0
@@ -103,7 +109,8 @@ PLAN_OFF = {
     "a subclass": lambda: (_Network(_network("dense").spec, Shape(5), _network("dense").steps),
                            {}),
     "another loss": lambda: (_network("dense"), {"loss": _OwnLoss()}),
-    "float64 x": lambda: (_network("dense"), {"x": np.float64}),
+    "a mask": lambda: (Sequential().embedding(7, 8, padding_index=0).global_avg_pool().dense(3)
+                       .lower(Shape(5), RandomStream(0)), {"ids": True}),
 }
 
 
@@ -114,13 +121,15 @@ class _OwnLoss(type(CrossEntropy())):
 @pytest.mark.parametrize("case", list(PLAN_OFF))
 def test_each_condition_turns_the_replay_off(monkeypatch, case):
     network, options = PLAN_OFF[case]()
-    dtype = options.pop("x", None)
-    if dtype is not None:  # (x cast to float32 for the tape: a float input of another type)
-        found = _fit(monkeypatch, False, network, dtype=dtype, **options)
-        assert found[3] > 0
-        return
     found = _fit(monkeypatch, False, network, **options)
     assert found[2] == 0 and found[3] == 0  # the lean pass, on the tape every batch
+
+
+def test_float64_input_is_replayed_as_the_tape_casts_it(monkeypatch):
+    lean = _fit(monkeypatch, False, _network("dense"), dtype=np.float64)
+    general = _fit(monkeypatch, True, _network("dense"), dtype=np.float64)
+    assert lean[3] > 0
+    _same(lean, general)
 
 
 def test_a_frozen_parameter_is_a_constant_of_the_plan(monkeypatch):
