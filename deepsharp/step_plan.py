@@ -75,9 +75,9 @@ class Plan:
     def replay(self, x: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray]:
         """The pass on a new batch: forward, then backward into the parameters' gradients (as
         `backward` leaves them); (the loss, the logits)."""
-        outs, saved = _forward(self.rules, x, target)
+        outs, saved, args = _forward(self.rules, x, target)
         loss = outs[-1][0]
-        _backward(self.rules, outs, saved, x, target, np.ones_like(loss))
+        _backward(self.rules, saved, args, np.ones_like(loss))
         return float(loss), outs[self.logits[0]][self.logits[1]]
 
 
@@ -168,25 +168,28 @@ def _arrays(rule: _Rule, x: np.ndarray, target: np.ndarray, outs: list) -> list[
     return arrays
 
 
-def _forward(rules: list[_Rule], x: np.ndarray, target: np.ndarray) -> tuple[list, list]:
-    """Each rule's results and what it saved, in order (numpy's refusals as apply words them)."""
-    outs, saved = [], []
+def _forward(rules: list[_Rule], x: np.ndarray, target: np.ndarray) -> tuple[list, list, list]:
+    """Each rule's results, what it saved and the arrays it ran on, in order (numpy's refusals
+    as apply words them)."""
+    outs, saved, args = [], [], []
     for rule in rules:
+        arrays = _arrays(rule, x, target, outs)
         try:
-            out, kept = rule.prim.forward(*_arrays(rule, x, target, outs), **rule.attrs)
+            out, kept = rule.prim.forward(*arrays, **rule.attrs)
         except (TypeError, ValueError, IndexError, OverflowError, MemoryError,
                 AttributeError) as error:
             text = str(error) or type(error).__name__
             raise OpError(f"{rule.op}: cannot compute: {text[:200]}") from None
         outs.append(out if rule.prim.outputs > 1 else (out,))
         saved.append(kept)
-    return outs, saved
+        args.append(arrays)
+    return outs, saved, args
 
 
-def _backward(rules: list[_Rule], outs: list, saved: list, x: np.ndarray, target: np.ndarray,
-              seed: np.ndarray) -> None:
-    """`backward`'s walk over the plan: the rules from the last, each result's gradient summed
-    in arrival order, leaves' gradients accumulated as the tape does."""
+def _backward(rules: list[_Rule], saved: list, args: list, seed: np.ndarray) -> None:
+    """`backward`'s walk over the plan: the rules from the last, on the arrays their forward ran
+    on, each result's gradient summed in arrival order, leaves' gradients accumulated as the tape
+    does."""
     last = len(rules) - 1
     pending: dict[int, list] = {last: [seed] + [None] * (len(rules[last].shapes) - 1)}
     for k in range(last, -1, -1):
@@ -194,8 +197,7 @@ def _backward(rules: list[_Rule], outs: list, saved: list, x: np.ndarray, target
         if grads is None:
             continue
         rule = rules[k]
-        input_grads = call_rule(rule.prim, rule, grads, saved[k], _arrays(rule, x, target, outs),
-                                rule.attrs, rule.needs)
+        input_grads = call_rule(rule.prim, rule, grads, saved[k], args[k], rule.attrs, rule.needs)
         for (kind, source), needs, g in zip(rule.sources, rule.needs, input_grads):
             if g is None or not needs:
                 continue
