@@ -185,3 +185,13 @@ def test_each_condition_turns_the_lean_pass_off(monkeypatch, case):
     else:
         found = _fit(monkeypatch, general=False, network=network, **options)
     assert found[2] == 2 * 5  # every batch (5 an epoch, 2 epochs) took the general path
+
+
+def test_the_kernel_split_replays_as_its_tape(monkeypatch):
+    """Inside data_parallel(2, split="kernels") a batch runs whole on the calling thread (its
+    rules hand work to the worker): the lean pass and its replay run there too."""
+    with data_parallel(2, split="kernels"):
+        lean = _fit(monkeypatch, False, _network("dense"))
+        general = _fit(monkeypatch, True, _network("dense"))
+    assert lean[2] == 0 and lean[3] > 0
+    _same(lean, general)
