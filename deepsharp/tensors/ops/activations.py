@@ -106,8 +106,10 @@ def _erf32_block(v: np.ndarray, out: np.ndarray, z: np.ndarray, pq: np.ndarray,
     np.add(p, _C["n1"], out=p)
     np.multiply(p, z, out=p)
     np.add(p, _C["n2"], out=p)
-    pq[1] = d0
-    for column in columns:
+    np.multiply(p, z, out=p)  # the first stacked step's products, each into its row: q's
+    np.multiply(z, d0, out=pq[1])  # written, not filled with b0 and then multiplied
+    np.add(pq, columns[0], out=pq)
+    for column in columns[1:]:
         np.multiply(pq, z, out=pq)
         np.add(pq, column, out=pq)
     np.multiply(p, out, out=p)
