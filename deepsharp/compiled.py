@@ -31,6 +31,7 @@ numba's cache beside this file.
 from __future__ import annotations
 
 import contextlib
+import functools
 from contextvars import ContextVar
 from typing import Any, Iterator
 
@@ -61,13 +62,29 @@ def compiled(enabled: bool = True) -> Iterator[None]:
         _enabled.reset(token)
 
 
+# Kernels computing tanh by numpy's own float32 algorithm (deepsharp._tanh32), and kernels making
+# their products by numpy's own BLAS (deepsharp._blas, given its address): each runs only where
+# that gives numpy's numbers (checked once per process), else the caller runs without it.
+_WITH_TANH32 = frozenset({"lstm_step_forward", "lstm_forward_steps"})
+_WITH_BLAS = frozenset({"lstm_forward_steps", "lstm_backward_steps"})
+
+
 def kernel(name: str) -> Any:
     """The compiled kernel `name` when `compiled()` is on, else None (the caller runs numpy)."""
     if not _enabled.get():
         return None
-    found = _KERNELS.get(name)
-    if found is None:
-        from deepsharp import _kernels
+    if name not in _KERNELS:
+        _KERNELS[name] = _load(name)
+    return _KERNELS[name]
 
-        found = _KERNELS[name] = getattr(_kernels, name)
+
+def _load(name: str) -> Any:
+    from deepsharp import _blas, _kernels, _tanh32
+
+    if name in _WITH_TANH32 and not _tanh32.matches_numpy():
+        return None
+    found = getattr(_kernels, name)
+    if name in _WITH_BLAS:
+        blas = _blas.address()
+        return functools.partial(found, blas) if blas else None
     return found
