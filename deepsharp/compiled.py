@@ -12,6 +12,9 @@ it, four inner loops run as one compiled pass each instead of a dozen numpy call
   parameters (0.15 ms against 0.8);
 - the LSTM's and the GRU's elementwise work of one step, forward (sigmoid gates, the new cell or
   state) and back through time (every gate's gradient), in `deepsharp.tensors.ops.recurrent`;
+  the LSTM's whole step forward, its tanh included, in one pass, and (two rows or more, every
+  step real) its whole sequence forward and back in one call each that holds no GIL, so the two
+  shares of `data_parallel(2)` run at once;
 - GELU's forward pass with erf32 (`deepsharp.tensors.ops.activations`): 24 arithmetic passes in
   one;
 - `conv_relu_max_pool`'s backward routing of each window's gradient to its first largest
@@ -20,8 +23,12 @@ it, four inner loops run as one compiled pass each instead of a dozen numpy call
 Each kernel does numpy's float32 operations in numpy's order with no fast-math licence (no fused
 multiply-add, no reassociation; `error_model="numpy"` only lets the loop vectorise), so its
 results are bit-identical to the numpy path; tests/deepsharp/test_compiled.py holds both paths to
-exact equality. Transcendental functions (tanh, exp, erf) stay numpy's: numba calls the scalar
-libm and was 8x slower than numpy's vectorised tanh here.
+exact equality. Transcendental functions stay numpy's calls (exp, erf; numba's own tanh is the
+scalar libm's, 8x slower than numpy's vectorised one and not its numbers), except float32 tanh
+in the LSTM's kernels: `deepsharp._tanh32` is numpy's own algorithm (SVML's table and fused
+multiply-adds, as fast as numpy's), the same bits for all 2^32 inputs, used only where a probe
+finds numpy's numbers. The whole-sequence kernels make each step's product by numpy's own BLAS
+(`deepsharp._blas`: numpy's cblas_sgemm, called as numpy's matmul calls it, checked once).
 
 Cost: numba 0.68 and llvmlite 0.50 are about 45 MB of wheels (210 MB installed) and install in
 about 25 s; each kernel compiles on its first call in a process (about 2 s), then loads from
