@@ -101,6 +101,23 @@ def _make_gelu_erf32(numerator, denominator):
 
 
 gelu_erf32 = _make_gelu_erf32(_ERF_NUMERATOR, _ERF_DENOMINATOR)
+_MINUS_HALF = np.float32(-0.5)
+_INV_SQRT_2PI = np.float32(1.0 / np.sqrt(2.0 * np.pi))
+
+
+@njit(**_JIT)
+def gelu_grad_exponent(x, b):
+    """GELU's backward pass (`activations.Gelu`, float32), before numpy's exp: b = x x (-1/2)."""
+    for i in range(x.size):
+        xi = x[i]
+        b[i] = (xi * xi) * _MINUS_HALF
+
+
+@njit(**_JIT)
+def gelu_grad_finish(x, cdf, g, b):
+    """After numpy's exp: b = ((b x) / sqrt(2 pi) + Phi) g, numpy's four passes in their order."""
+    for i in range(x.size):
+        b[i] = ((b[i] * x[i]) * _INV_SQRT_2PI + cdf[i]) * g[i]
 
 
 @njit(**_JIT)

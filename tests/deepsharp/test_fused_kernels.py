@@ -344,6 +344,22 @@ def test_gelu_blocks_repeat_erf32_bit_for_bit():
     assert np.array_equal(np.signbit(y), np.signbit(expected))
 
 
+def test_gelu_phi_as_half_erf_plus_a_half_is_bit_identical():
+    """GELU's Phi taken as erf32 / 2 + 1/2 with a doubled denominator against (erf32 + 1) / 2, where
+    a half of erf would fall among the subnormals and near every power of two."""
+    from deepsharp.tensors.ops.activations import erf32
+
+    tiny = np.float32([1.5e-38, -2e-38, 3e-39, 1e-45, 2.0 ** -125, -(2.0 ** -126)])
+    x = np.concatenate([tiny, np.float32(2.0) ** np.arange(-40, 4, dtype=np.float32),
+                        -np.float32(2.0) ** np.arange(-40, 4, dtype=np.float32)])
+    c = erf32(x * np.float32(1 / np.sqrt(2)))
+    c += 1
+    c *= 0.5
+    y = apply("gelu", Tensor(x), approximate=0)._data
+    np.testing.assert_array_equal(y, x * c)
+    assert np.array_equal(np.signbit(y), np.signbit(x * c))
+
+
 # -- attention chunk by chunk along the batch ---------------------------------------------------
 @pytest.mark.parametrize("shape, masked, causal", [((5, 2, 6, 3), True, 1), ((5, 2, 6, 3), False, 0),
                                                    ((7, 4, 3), True, 0), ((1, 3, 4, 2), True, 1)])

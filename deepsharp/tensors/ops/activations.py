@@ -79,18 +79,26 @@ def _f32(value: float) -> np.ndarray:
 
 
 _C = {name: _f32(v) for name, v in (
-    ("inv_sqrt_2", _INV_SQRT_2), ("low", -4.0), ("high", 4.0), ("one", 1.0), ("half", 0.5),
+    ("inv_sqrt_2", _INV_SQRT_2), ("low", -4.0), ("high", 4.0), ("half", 0.5),
     ("n0", _ERF_NUMERATOR[0]), ("n1", _ERF_NUMERATOR[1]), ("n2", _ERF_NUMERATOR[2]),
     ("d0", _ERF_DENOMINATOR[0]))}
 _ERF_COLUMNS = [np.array([[a], [b]], np.float32)
                 for a, b in zip(_ERF_NUMERATOR[3:], _ERF_DENOMINATOR[1:])]
+# GELU's Phi = (erf + 1) / 2 = erf / 2 + 1/2, and erf / 2 = p v / (2 q): the denominator's
+# coefficients doubled make 2 q exactly (a power of two commutes with every float32 rounding), so
+# Phi takes one pass (+ 1/2) where (+ 1) then (* 1/2) took two, with the same float32 numbers (an
+# erf so small that its half would round is lost in + 1/2 either way).
+_C["d0_twice"] = _f32(2 * _ERF_DENOMINATOR[0])
+_HALF_ERF_COLUMNS = [np.array([[a], [2 * b]], np.float32)
+                     for a, b in zip(_ERF_NUMERATOR[3:], _ERF_DENOMINATOR[1:])]
 
 
-def _erf32_block(v: np.ndarray, out: np.ndarray, z: np.ndarray, pq: np.ndarray) -> None:
+def _erf32_block(v: np.ndarray, out: np.ndarray, z: np.ndarray, pq: np.ndarray,
+                 d0: np.ndarray = _C["d0"], columns: list = _ERF_COLUMNS) -> None:
     """erf32 of one block of float32 values v into `out` (which may be v), with work buffers z
     and pq (2, n): v clipped to [-4, 4], then Horner's rule in z = v^2, the numerator p's first
     steps alone, then p and the denominator q stacked (q's first step b0 z is z b0, the same
-    product), then p v / q."""
+    product), then p v / q. (With the doubled denominator's d0 and columns: erf32 / 2.)"""
     np.clip(v, _C["low"], _C["high"], out=out)
     np.multiply(out, out, out=z)
     p = pq[0]
@@ -98,8 +106,10 @@ def _erf32_block(v: np.ndarray, out: np.ndarray, z: np.ndarray, pq: np.ndarray) 
     np.add(p, _C["n1"], out=p)
     np.multiply(p, z, out=p)
     np.add(p, _C["n2"], out=p)
-    pq[1] = _C["d0"]
-    for column in _ERF_COLUMNS:
+    np.multiply(p, z, out=p)  # the first stacked step's products, each into its row: q's
+    np.multiply(z, d0, out=pq[1])  # written, not filled with b0 and then multiplied
+    np.add(pq, columns[0], out=pq)
+    for column in columns[1:]:
         np.multiply(pq, z, out=pq)
         np.add(pq, column, out=pq)
     np.multiply(p, out, out=p)
@@ -127,12 +137,12 @@ def erf32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 def _gelu_erf32_block(x: np.ndarray, c: np.ndarray, out: np.ndarray, z: np.ndarray,
                       pq: np.ndarray) -> None:
-    """GELU of one block of float32 values x: c = Phi(x) = (erf32(x / sqrt 2) + 1) / 2 and
-    out = x c, with erf32's work buffers z and pq."""
+    """GELU of one block of float32 values x: c = Phi(x) = (erf32(x / sqrt 2) + 1) / 2, taken as
+    erf32 / 2 + 1/2 (the same numbers, above), and out = x c, with erf32's work buffers z and
+    pq."""
     np.multiply(x, _C["inv_sqrt_2"], out=c)
-    _erf32_block(c, c, z, pq)
-    np.add(c, _C["one"], out=c)
-    np.multiply(c, _C["half"], out=c)
+    _erf32_block(c, c, z, pq, _C["d0_twice"], _HALF_ERF_COLUMNS)
+    np.add(c, _C["half"], out=c)
     np.multiply(x, c, out=out)
 
 
@@ -179,6 +189,13 @@ class Gelu:
         flat, cdf = np.ascontiguousarray(a).reshape(-1), saved.reshape(-1)
         g = np.ascontiguousarray(grad).reshape(-1)
         d = np.empty_like(flat)
+        exponent, finish = kernel("gelu_grad_exponent"), kernel("gelu_grad_finish")
+        if exponent is not None and flat.dtype == np.float32 and g.dtype == np.float32:
+            for part in blocks(flat.size):  # the same operations, numpy's exp between two passes
+                exponent(flat[part], d[part])
+                np.exp(d[part], out=d[part])
+                finish(flat[part], cdf[part], g[part], d[part])
+            return (d.reshape(a.shape),)
         for part in blocks(flat.size):
             x, b = flat[part], d[part]
             np.multiply(x, x, out=b)
