@@ -21,8 +21,10 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-# numpy 2.x wheels bundle scipy-openblas with 64-bit integers: its symbols end in 64_.
-_SYMBOL = "scipy_cblas_sgemm64_"
+# numpy's wheels bundle OpenBLAS with 64-bit integers, its symbols ending in 64_ (numpy 2.x's
+# scipy-openblas with a scipy_ prefix, numpy 1.26's without).
+_SYMBOLS = ("scipy_cblas_sgemm64_", "cblas_sgemm64_")
+_MODULES = ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath")
 _ROW_MAJOR, _NO_TRANS = 101, 111
 
 
@@ -35,7 +37,8 @@ def _call_sgemm(typingctx, function, m, n, k, a, b, c):
 
     def codegen(context, builder, sig, args):
         function, m, n, k, a, b, c = args
-        i32, i64, f32, ptr = ir.IntType(32), ir.IntType(64), ir.FloatType(), ir.IntType(8).as_pointer()
+        i32, i64, f32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
+        ptr = ir.IntType(8).as_pointer()
         fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, f32, ptr, i64, ptr,
                                                i64, f32, ptr, i64])
         callee = builder.inttoptr(function, fnty.as_pointer())
@@ -63,13 +66,9 @@ def _product(function, a, b, out):
 @functools.cache
 def address() -> int:
     """The address of numpy's cblas_sgemm, checked against np.matmul on a probe; 0 if none."""
-    from numpy._core import _multiarray_umath
-
-    try:
-        found = getattr(ctypes.CDLL(_multiarray_umath.__file__), _SYMBOL)
-    except (OSError, AttributeError):
+    function = _find()
+    if not function:
         return 0
-    function = ctypes.cast(found, ctypes.c_void_p).value or 0
     generator = np.random.default_rng(0)
     for m, k, n in ((2, 5, 20), (3, 128, 512), (64, 512, 128), (33, 7, 9)):
         a, b = (generator.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n)))
@@ -78,3 +77,20 @@ def address() -> int:
         if not np.array_equal(out, a @ b):
             return 0
     return function
+
+
+def _find() -> int:
+    """cblas_sgemm's address in the BLAS numpy's extension module links (dlsym searches the
+    libraries it loaded), or 0."""
+    import importlib
+
+    for module in _MODULES:
+        try:
+            library = ctypes.CDLL(importlib.import_module(module).__file__)
+        except (ImportError, OSError):
+            continue
+        for symbol in _SYMBOLS:
+            found = getattr(library, symbol, None)
+            if found is not None:
+                return ctypes.cast(found, ctypes.c_void_p).value or 0
+    return 0

@@ -21,41 +21,42 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 # Per sub-interval: b, then the polynomial's c0 .. c6 (float32 bit patterns, numpy's table).
-_TABLE_BITS = [
-    (0x00000000, 0x00000000, 0x3f800000, 0xb0343c7b, 0xbeaaaaa5, 0xb76dd6b9, 0x3e0910e9, 0xbc0e2f66),
-    (0x3d700000, 0x3d6fb9c9, 0x3f7f1f84, 0xbd6ee69d, 0xbeab0612, 0xbe1c276d, 0x43761143, 0x460bda12),
-    (0x3d900000, 0x3d8fc35f, 0x3f7ebd11, 0xbd8f0da7, 0xbea7f01f, 0x3c1dcf2f, 0x4165ecdc, 0x43d638ef),
-    (0x3db00000, 0x3daf9169, 0x3f7e1e5f, 0xbdae477d, 0xbea4e120, 0x3dc1a78d, 0xc190f756, 0xc3e11c3e),
-    (0x3dd00000, 0x3dcf49ab, 0x3f7d609f, 0xbdcd2a1f, 0xbea387b7, 0x3d96f985, 0xc08c097d, 0xc2baa4e9),
-    (0x3df00000, 0x3deee849, 0x3f7c842d, 0xbdeba80d, 0xbea15962, 0x3da2b61b, 0xc02ba813, 0xc249da2d),
-    (0x3e100000, 0x3e0f0ee8, 0x3f7b00e5, 0xbe0c443b, 0xbe9d57f7, 0x3dc13397, 0xbf7f6bda, 0xc1859b82),
-    (0x3e300000, 0x3e2e4984, 0x3f789580, 0xbe293cf3, 0xbe976b5a, 0x3dd2f670, 0x3f2b1dc0, 0x40dd5b57),
-    (0x3e500000, 0x3e4d2f8e, 0x3f75b8ad, 0xbe44f282, 0xbe90230d, 0x3df48a0a, 0x3ece105d, 0x40494640),
-    (0x3e700000, 0x3e6bb32e, 0x3f726fd9, 0xbe5f3651, 0xbe880dff, 0x3e06c5a8, 0x3f426a94, 0x40c730a8),
-    (0x3e900000, 0x3e8c51cd, 0x3f6cc59b, 0xbe81c7c0, 0xbe7479b3, 0x3e1a3aba, 0xbadb0dc4, 0xbf0f160e),
-    (0x3eb00000, 0x3ea96163, 0x3f63fb92, 0xbe96d7ca, 0xbe4c3d88, 0x3e27c405, 0x3da43b17, 0x3e30e76f),
-    (0x3ed00000, 0x3ec543f1, 0x3f59ff97, 0xbea7fb8e, 0xbe212482, 0x3e2e78d0, 0xbd51ab88, 0xbea81387),
-    (0x3ef00000, 0x3edfd735, 0x3f4f11d7, 0xbeb50e9e, 0xbdeb8cba, 0x3e2c3e44, 0xbcaea23d, 0xbdb26a1c),
-    (0x3f100000, 0x3f028438, 0x3f3d7573, 0xbec12efe, 0xbd5e78ad, 0x3e1d3097, 0xbd3b6d8d, 0xbd351e57),
-    (0x3f300000, 0x3f18abf0, 0x3f24f360, 0xbec4be92, 0x3c6b5e6e, 0x3df4a8f4, 0xbd6caaad, 0xbb4c01a0),
-    (0x3f500000, 0x3f2bc480, 0x3f0cbfe7, 0xbebce070, 0x3d839143, 0x3da38508, 0xbd795bed, 0x3c1d7bfb),
-    (0x3f700000, 0x3f3bec1c, 0x3eec1a69, 0xbead510e, 0x3dc21ee1, 0x3d31416a, 0xbd5fddda, 0x3c722cd1),
-    (0x3f900000, 0x3f4f2e5b, 0x3eb0a801, 0xbe8ef7d6, 0x3de347af, 0x3b562657, 0xbd038f3b, 0x3c973f1c),
-    (0x3fb00000, 0x3f613c53, 0x3e6753a2, 0xbe4b8704, 0x3dcbec96, 0xbcaeeac9, 0xbc1cad63, 0x3c33a31b),
-    (0x3fd00000, 0x3f6ce37d, 0x3e132f1a, 0xbe083237, 0x3d99ef2d, 0xbcce9419, 0x3abb4766, 0x3b862ef4),
-    (0x3ff00000, 0x3f743c4f, 0x3db7e7d3, 0xbdaf7449, 0x3d542ea1, 0xbcaaeac4, 0x3b95f10b, 0x3a27b3d0),
-    (0x40100000, 0x3f7a5feb, 0x3d320845, 0xbd2e1ec4, 0x3cdde701, 0xbc49e7d0, 0x3b825873, 0xba3b5907),
-    (0x40300000, 0x3f7dea85, 0x3c84d3d4, 0xbc83bf06, 0x3c2cca67, 0xbba71ddd, 0x3afaea66, 0xba0efc22),
-    (0x40500000, 0x3f7f3b3d, 0x3bc477b7, 0xbbc3e0b5, 0x3b81cb27, 0xbb003b0e, 0x3a49f878, 0xb97f9f0f),
-    (0x40700000, 0x3f7fb78c, 0x3b10d3da, 0xbb10aadc, 0x3ac073a1, 0xba3f9a05, 0x39996bf3, 0xb8c8af50),
-    (0x40900000, 0x3f7fefd4, 0x3a01601e, 0xba0157db, 0x39ac3032, 0xb92c08a7, 0x388f3e6c, 0xb7bdddfb),
-    (0x40b00000, 0x3f7ffdd0, 0x388c1a3b, 0xb88c18f2, 0x383a94d9, 0xb7ba9232, 0x371bb0e3, 0xb64f2950),
-    (0x40d00000, 0x3f7fffb4, 0x3717b0da, 0xb717b096, 0x36ca081d, 0xb64a0b0f, 0x35a8a5e6, 0xb4e085b1),
-    (0x40f00000, 0x3f7ffff6, 0x35a43bce, 0xb5a43bae, 0x355abd4c, 0xb4dac169, 0x34369b17, 0xb3731dfa),
-    (0x41100000, 0x3f7fffff, 0x338306c6, 0xb383012c, 0x332b3cb6, 0xb2ab78ac, 0x322487b0, 0xb15a1f04),
-    (0x00000000, 0x3f800000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000),
-]
-_TABLE = np.array(_TABLE_BITS, np.uint32).view(np.float32)
+_TABLE_HEX = """
+00000000 00000000 3f800000 b0343c7b beaaaaa5 b76dd6b9 3e0910e9 bc0e2f66
+3d700000 3d6fb9c9 3f7f1f84 bd6ee69d beab0612 be1c276d 43761143 460bda12
+3d900000 3d8fc35f 3f7ebd11 bd8f0da7 bea7f01f 3c1dcf2f 4165ecdc 43d638ef
+3db00000 3daf9169 3f7e1e5f bdae477d bea4e120 3dc1a78d c190f756 c3e11c3e
+3dd00000 3dcf49ab 3f7d609f bdcd2a1f bea387b7 3d96f985 c08c097d c2baa4e9
+3df00000 3deee849 3f7c842d bdeba80d bea15962 3da2b61b c02ba813 c249da2d
+3e100000 3e0f0ee8 3f7b00e5 be0c443b be9d57f7 3dc13397 bf7f6bda c1859b82
+3e300000 3e2e4984 3f789580 be293cf3 be976b5a 3dd2f670 3f2b1dc0 40dd5b57
+3e500000 3e4d2f8e 3f75b8ad be44f282 be90230d 3df48a0a 3ece105d 40494640
+3e700000 3e6bb32e 3f726fd9 be5f3651 be880dff 3e06c5a8 3f426a94 40c730a8
+3e900000 3e8c51cd 3f6cc59b be81c7c0 be7479b3 3e1a3aba badb0dc4 bf0f160e
+3eb00000 3ea96163 3f63fb92 be96d7ca be4c3d88 3e27c405 3da43b17 3e30e76f
+3ed00000 3ec543f1 3f59ff97 bea7fb8e be212482 3e2e78d0 bd51ab88 bea81387
+3ef00000 3edfd735 3f4f11d7 beb50e9e bdeb8cba 3e2c3e44 bcaea23d bdb26a1c
+3f100000 3f028438 3f3d7573 bec12efe bd5e78ad 3e1d3097 bd3b6d8d bd351e57
+3f300000 3f18abf0 3f24f360 bec4be92 3c6b5e6e 3df4a8f4 bd6caaad bb4c01a0
+3f500000 3f2bc480 3f0cbfe7 bebce070 3d839143 3da38508 bd795bed 3c1d7bfb
+3f700000 3f3bec1c 3eec1a69 bead510e 3dc21ee1 3d31416a bd5fddda 3c722cd1
+3f900000 3f4f2e5b 3eb0a801 be8ef7d6 3de347af 3b562657 bd038f3b 3c973f1c
+3fb00000 3f613c53 3e6753a2 be4b8704 3dcbec96 bcaeeac9 bc1cad63 3c33a31b
+3fd00000 3f6ce37d 3e132f1a be083237 3d99ef2d bcce9419 3abb4766 3b862ef4
+3ff00000 3f743c4f 3db7e7d3 bdaf7449 3d542ea1 bcaaeac4 3b95f10b 3a27b3d0
+40100000 3f7a5feb 3d320845 bd2e1ec4 3cdde701 bc49e7d0 3b825873 ba3b5907
+40300000 3f7dea85 3c84d3d4 bc83bf06 3c2cca67 bba71ddd 3afaea66 ba0efc22
+40500000 3f7f3b3d 3bc477b7 bbc3e0b5 3b81cb27 bb003b0e 3a49f878 b97f9f0f
+40700000 3f7fb78c 3b10d3da bb10aadc 3ac073a1 ba3f9a05 39996bf3 b8c8af50
+40900000 3f7fefd4 3a01601e ba0157db 39ac3032 b92c08a7 388f3e6c b7bdddfb
+40b00000 3f7ffdd0 388c1a3b b88c18f2 383a94d9 b7ba9232 371bb0e3 b64f2950
+40d00000 3f7fffb4 3717b0da b717b096 36ca081d b64a0b0f 35a8a5e6 b4e085b1
+40f00000 3f7ffff6 35a43bce b5a43bae 355abd4c b4dac169 34369b17 b3731dfa
+41100000 3f7fffff 338306c6 b383012c 332b3cb6 b2ab78ac 322487b0 b15a1f04
+00000000 3f800000 00000000 00000000 00000000 00000000 00000000 00000000
+"""
+_TABLE = np.array([int(word, 16) for word in _TABLE_HEX.split()], np.uint32).view(
+    np.float32).reshape(32, 8)
 # one array per column: loads by sub-interval the loop vectoriser can gather
 _B, _C0, _C1, _C2, _C3, _C4, _C5, _C6 = (np.ascontiguousarray(column) for column in _TABLE.T)
 _NAN = np.float32(np.nan)
