@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from deepsharp._blas import sgemm
+from deepsharp._tanh32 import tanh32
 from deepsharp.tensors.ops.activations import _ERF_DENOMINATOR, _ERF_NUMERATOR
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
@@ -195,3 +197,83 @@ def gru_step_grad(a, hn_t, prev, dh, dx_t, dh_t, carry):
             dh_t[b, hidden + j] = dz
             dh_t[b, 2 * hidden + j] = dn * r
             carry[b, j] = h_grad * z
+
+
+
+@njit(**_JIT)
+def _tanh_into(source, out, count):
+    """out[:count] = tanh32(source[:count]) (1-D; a loop of its own, so it vectorises)."""
+    for k in range(count):
+        out[k] = tanh32(source[k])
+
+
+@njit(**_JIT)
+def lstm_step_forward(g, product, c, a, c_out, tc, h_out):
+    """One whole LSTM step forward (`Lstm.forward`) after its product h @ weight_hh, row by row:
+    the gates' pre-activations g + product (batch, 4H, held o, i, f, g) through numpy's float32
+    tanh (`tanh32`), gate by gate into a (4, batch, H), the sigmoid ones t / 2 + 1 / 2; the new
+    cell c_out = f c + i g, tc = tanh(c_out) and the new state h_out = o tc. Each pass is a
+    loop over one row's contiguous values (the tanh over a scratch row), so each vectorises."""
+    batch, hidden = c.shape
+    width = 4 * hidden
+    pre = np.empty(width, g.dtype)
+    gates = np.empty(width, g.dtype)
+    cell_tanh = np.empty(hidden, g.dtype)
+    for b in range(batch):
+        g_row, p_row = g[b], product[b]
+        for k in range(width):
+            pre[k] = g_row[k] + p_row[k]
+        _tanh_into(pre, gates, width)
+        for k in range(3):
+            gate = a[k, b]
+            for j in range(hidden):
+                gate[j] = gates[k * hidden + j] * _HALF + _HALF
+        o, i, f, gg = a[0, b], a[1, b], a[2, b], a[3, b]
+        for j in range(hidden):
+            gg[j] = gates[3 * hidden + j]
+        c_row, cell = c[b], c_out[b]
+        for j in range(hidden):
+            cell[j] = f[j] * c_row[j] + i[j] * gg[j]
+        _tanh_into(cell, cell_tanh, hidden)
+        tc_row, h_row = tc[b], h_out[b]
+        for j in range(hidden):
+            tc_row[j] = cell_tanh[j]
+            h_row[j] = o[j] * cell_tanh[j]
+
+
+@njit(**_JIT)
+def lstm_forward_steps(blas, gates, w_hh, acts, hs, cs, tcs, reverse):
+    """A whole LSTM sequence forward (`Lstm.forward`, every step real) in one call without the
+    GIL: per step, in reading order, product = h @ w_hh by numpy's BLAS at `blas`
+    (deepsharp._blas), then `lstm_step_forward` into the step's acts, cs, tcs and hs."""
+    steps, batch, width = gates.shape
+    product = np.empty((batch, width), gates.dtype)
+    h = np.zeros((batch, width // 4), gates.dtype)
+    c = np.zeros((batch, width // 4), gates.dtype)
+    for n in range(steps):
+        t = steps - 1 - n if reverse else n
+        sgemm(blas, h, w_hh, product)
+        lstm_step_forward(gates[t], product, c, acts[t], cs[t], tcs[t], hs[t])
+        h = hs[t]
+        c = cs[t]
+
+
+@njit(**_JIT)
+def lstm_backward_steps(blas, acts, cs, tcs, dy_t, dh, dc, w_hh_t, dgates, reverse):
+    """A whole LSTM sequence back through time (`_lstm_through_time`, every step real) in one
+    call without the GIL: per step, from the last one read, dh += dy_t[t] (when dy_t has steps),
+    `lstm_step_grad` into dgates[t] and dc, then dh = dgates[t] @ w_hh_t by numpy's BLAS."""
+    steps, batch, hidden = cs.shape
+    zero = np.zeros((batch, hidden), cs.dtype)
+    rows = dgates.reshape(steps, batch, 4 * hidden)
+    for n in range(steps):
+        t = n if reverse else steps - 1 - n
+        if dy_t.shape[0]:
+            step_grad = dy_t[t]
+            for b in range(batch):
+                for j in range(hidden):
+                    dh[b, j] = dh[b, j] + step_grad[b, j]
+        before = t + 1 if reverse else t - 1
+        c_prev = cs[before] if 0 <= before < steps else zero
+        lstm_step_grad(acts[t], tcs[t], c_prev, dh, dc, dgates[t], dc)
+        sgemm(blas, rows[t], w_hh_t, dh)

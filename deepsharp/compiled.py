@@ -12,6 +12,9 @@ it, four inner loops run as one compiled pass each instead of a dozen numpy call
   parameters (0.15 ms against 0.8);
 - the LSTM's and the GRU's elementwise work of one step, forward (sigmoid gates, the new cell or
   state) and back through time (every gate's gradient), in `deepsharp.tensors.ops.recurrent`;
+  the LSTM's whole step forward, its tanh included, in one pass, and (two rows or more, every
+  step real) its whole sequence forward and back in one call each that holds no GIL, so the two
+  shares of `data_parallel(2)` run at once;
 - GELU's forward pass with erf32 (`deepsharp.tensors.ops.activations`): 24 arithmetic passes in
   one;
 - `conv_relu_max_pool`'s backward routing of each window's gradient to its first largest
@@ -20,8 +23,12 @@ it, four inner loops run as one compiled pass each instead of a dozen numpy call
 Each kernel does numpy's float32 operations in numpy's order with no fast-math licence (no fused
 multiply-add, no reassociation; `error_model="numpy"` only lets the loop vectorise), so its
 results are bit-identical to the numpy path; tests/deepsharp/test_compiled.py holds both paths to
-exact equality. Transcendental functions (tanh, exp, erf) stay numpy's: numba calls the scalar
-libm and was 8x slower than numpy's vectorised tanh here.
+exact equality. Transcendental functions stay numpy's calls (exp, erf; numba's own tanh is the
+scalar libm's, 8x slower than numpy's vectorised one and not its numbers), except float32 tanh
+in the LSTM's kernels: `deepsharp._tanh32` is numpy's own algorithm (SVML's table and fused
+multiply-adds, as fast as numpy's), the same bits for all 2^32 inputs, used only where a probe
+finds numpy's numbers. The whole-sequence kernels make each step's product by numpy's own BLAS
+(`deepsharp._blas`: numpy's cblas_sgemm, called as numpy's matmul calls it, checked once).
 
 Cost: numba 0.68 and llvmlite 0.50 are about 45 MB of wheels (210 MB installed) and install in
 about 25 s; each kernel compiles on its first call in a process (about 2 s), then loads from
@@ -31,6 +38,7 @@ numba's cache beside this file.
 from __future__ import annotations
 
 import contextlib
+import functools
 from contextvars import ContextVar
 from typing import Any, Iterator
 
@@ -61,13 +69,29 @@ def compiled(enabled: bool = True) -> Iterator[None]:
         _enabled.reset(token)
 
 
+# Kernels computing tanh by numpy's own float32 algorithm (deepsharp._tanh32), and kernels making
+# their products by numpy's own BLAS (deepsharp._blas, given its address): each runs only where
+# that gives numpy's numbers (checked once per process), else the caller runs without it.
+_WITH_TANH32 = frozenset({"lstm_step_forward", "lstm_forward_steps"})
+_WITH_BLAS = frozenset({"lstm_forward_steps", "lstm_backward_steps"})
+
+
 def kernel(name: str) -> Any:
     """The compiled kernel `name` when `compiled()` is on, else None (the caller runs numpy)."""
     if not _enabled.get():
         return None
-    found = _KERNELS.get(name)
-    if found is None:
-        from deepsharp import _kernels
+    if name not in _KERNELS:
+        _KERNELS[name] = _load(name)
+    return _KERNELS[name]
 
-        found = _KERNELS[name] = getattr(_kernels, name)
+
+def _load(name: str) -> Any:
+    from deepsharp import _blas, _kernels, _tanh32
+
+    if name in _WITH_TANH32 and not _tanh32.matches_numpy():
+        return None
+    found = getattr(_kernels, name)
+    if name in _WITH_BLAS:
+        blas = _blas.address()
+        return functools.partial(found, blas) if blas else None
     return found

@@ -113,3 +113,78 @@ def test_compiled_without_numba_names_the_extra(monkeypatch):
     with pytest.raises(SpecError, match=r"pip install 'deepsharp\[speed\]'"):
         with compiled():
             pass
+
+
+def test_tanh32_is_numpys_float32_tanh_bit_for_bit():
+    """The LSTM's whole-step kernel computes tanh by numpy's own float32 algorithm (SVML's table,
+    deepsharp/_tanh32.py): the same bits as np.tanh over a dense sample of every sub-interval and
+    the edge values (scripts/check_tanh32.py compares all 2^32 float32 values, once)."""
+    from deepsharp._tanh32 import matches_numpy, tanh32_array
+
+    assert matches_numpy()  # on this machine the whole-step kernel runs (else it would not)
+    bits = np.random.default_rng(5).integers(0, 2**32, 2_000_000, dtype=np.uint64)
+    grid = np.linspace(-12, 12, 1_000_001, dtype=np.float32)
+    edges = np.array([0.0, -0.0, 1e-45, -1e-45, 1.2e-38, 0.0625, 9.0, 9.000001, 8.999999, 3e38,
+                      -3e38, np.inf, -np.inf, np.nan, -np.nan], np.float32)
+    x = np.concatenate([bits.astype(np.uint32).view(np.float32), grid, edges,
+                        np.array([0x7FC00001, 0xFF800001], np.uint32).view(np.float32)])
+    out = np.empty_like(x)
+    tanh32_array(x, out)
+    np.testing.assert_array_equal(out.view(np.uint32), np.tanh(x).view(np.uint32))
+
+
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_lstm_whole_step_kernel_with_lengths_is_bit_identical_to_numpy(reverse):
+    generator = np.random.default_rng(6)
+    arrays = [generator.standard_normal(s).astype(np.float32) * 0.7
+              for s in ((4, 6, 3), (3, 20), (5, 20), (20,), (20,))]
+    lengths = np.array([6, 2, 0, 4])
+    results = []
+    for on in (True, False):
+        tensors = [Tensor(a, requires_grad=True) for a in arrays]
+        with compiled(on):
+            y, h, c = apply("lstm", *tensors, Tensor(lengths), reverse=reverse)
+            ((y * y).sum() + (h * 3).sum() + c.sum()).backward()
+        results.append([y._data, h._data, c._data] + [t.grad for t in tensors])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_lstm_falls_back_to_its_cell_kernel_where_tanh32_differs(monkeypatch):
+    """Where the port of numpy's tanh does not give np.tanh's numbers (numpy without FMA), the
+    whole-step kernel stays off and the cell kernel runs between numpy's tanh calls: the same
+    numbers as numpy's path."""
+    import deepsharp._tanh32
+    import deepsharp.compiled
+
+    monkeypatch.setattr(deepsharp.compiled, "_KERNELS", {})
+    monkeypatch.setattr(deepsharp._tanh32, "matches_numpy", lambda: False)
+    with compiled():
+        assert deepsharp.compiled.kernel("lstm_step_forward") is None
+        assert deepsharp.compiled.kernel("lstm_step_cell") is not None
+    test_recurrent_step_kernels_are_bit_identical_to_numpy("lstm", 4, 0)
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5])
+@pytest.mark.parametrize("used", ["h", "c", "y"])
+def test_lstm_whole_sequence_kernels_are_bit_identical_to_numpy(batch, used):
+    """Inside compiled() a sequence of two rows or more runs forward and back as one call each
+    (its products by numpy's own BLAS, deepsharp/_blas.py); one row runs step by step (numpy
+    makes a single row's product by another routine). The outputs used decide which gradients
+    reach the loop: only the last state (no output gradient at all), the cell, every output."""
+    from deepsharp._blas import address
+
+    assert address()  # numpy's BLAS was found and checked here: the loop kernels run
+    generator = np.random.default_rng(7)
+    arrays = [generator.standard_normal(s).astype(np.float32) * 0.6
+              for s in ((batch, 9, 4), (4, 24), (6, 24), (24,), (24,))]
+    results = []
+    for on in (True, False):
+        tensors = [Tensor(a, requires_grad=True) for a in arrays]
+        with compiled(on):
+            y, h, c = apply("lstm", *tensors, reverse=int(used == "c"))
+            chosen = {"h": h * h, "c": c * 3, "y": y * y}[used]
+            chosen.sum().backward()
+        results.append([y._data, h._data, c._data] + [t.grad for t in tensors])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)

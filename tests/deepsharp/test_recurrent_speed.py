@@ -40,11 +40,11 @@ def test_an_input_without_gradient_leaves_the_kernels_gradients_as_they_were(kin
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
 def test_recurrent_gradients_in_adams_buffer_are_the_same_numbers(kind):
-    """After a first flat step, the LSTM's rule writes its kernels' and biases' gradients in their
-    places in Adam's gradient buffer (the GRU's does not yet, and the dense layer's does): the
-    numbers made without it, an earlier gradient not written over, a second pass without
-    zero_grad accumulating as ever (tests/support/grad_places.py)."""
+    """After a first flat step, the LSTM's and the GRU's rules write their kernels' and biases'
+    gradients in their places in Adam's gradient buffer (as the dense layer's does): the numbers
+    made without it, an earlier gradient not written over, a second pass without zero_grad
+    accumulating as ever (tests/support/grad_places.py)."""
     network = (getattr(Sequential(), kind)(5, return_sequences=True).dense(2)
                .lower(Shape(6, 3), RandomStream(0)))
     x = np.random.default_rng(4).standard_normal((4, 6, 3)).astype(np.float32)
-    check_gradients_in_adams_buffer(network, x, placed=kind == "lstm")
+    check_gradients_in_adams_buffer(network, x)

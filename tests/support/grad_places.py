@@ -24,19 +24,18 @@ def gradients(network, x, optimizer=None, rounds: int = 1) -> dict[str, np.ndarr
     return {name: p.grad for name, p in network.named_parameters()}
 
 
-def check_gradients_in_adams_buffer(network, x, placed: bool = True) -> dict[str, np.ndarray]:
+def check_gradients_in_adams_buffer(network, x) -> dict[str, np.ndarray]:
     """After a first flat step, zero_grad gives each parameter a place in a new gradient buffer,
-    and (where `placed`) the rules write every gradient there: the numbers made without it, a
-    gradient kept from the step before not written over, a second backward pass without
-    zero_grad accumulating as ever. Returns the gradients of the first pass (before any step)."""
+    and the rules write every gradient there: the numbers made without it, a gradient kept from
+    the step before not written over, a second backward pass without zero_grad accumulating as
+    ever. Returns the gradients of the first pass (before any step)."""
     optimizer = Adam(1e-2, parameters=network.trainable_parameters())
     first = gradients(network, x, optimizer)
     assert getattr(optimizer, "_flat_moments", None) is None  # no flat buffer before a step
     kept = {name: g.copy() for name, g in first.items()}
     optimizer.step()
     in_buffer = gradients(network, x, optimizer)
-    if placed:
-        assert all(g.base is optimizer._flat_moments.grad for g in in_buffer.values())
+    assert all(g.base is optimizer._flat_moments.grad for g in in_buffer.values())
     for name in first:
         np.testing.assert_array_equal(first[name], kept[name], err_msg=name)  # not written over
     twice = {n: g.copy() for n, g in gradients(network, x, optimizer, rounds=2).items()}

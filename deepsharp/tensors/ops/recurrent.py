@@ -101,15 +101,17 @@ def _previous(states: np.ndarray, t: int, reverse: int, zero: np.ndarray) -> np.
     return states[before] if 0 <= before < len(states) else zero
 
 
-def _state_product(states: np.ndarray, grads: np.ndarray, reverse: int) -> np.ndarray:
+def _state_product(states: np.ndarray, grads: np.ndarray, reverse: int,
+                   out: np.ndarray | None = None) -> np.ndarray:
     """sum over steps of (state each step started from)^T @ (the step's gate gradients): one
-    product over the steps that started from a state that was not the zero one."""
+    product over the steps that started from a state that was not the zero one (written into
+    `out` when given)."""
     hidden, width = states.shape[-1], grads.shape[-1]
     if reverse:
         before, after = states[1:], grads[:-1]
     else:
         before, after = states[:-1], grads[1:]
-    return before.reshape(-1, hidden).T @ after.reshape(-1, width)
+    return np.matmul(before.reshape(-1, hidden).T, after.reshape(-1, width), out=out)
 
 
 def _gradient_of_outputs(dy: np.ndarray, active) -> np.ndarray | None:
@@ -120,6 +122,15 @@ def _gradient_of_outputs(dy: np.ndarray, active) -> np.ndarray | None:
     return dy_t if active is None else dy_t * active
 
 
+def _whole_sequence(name: str, dtype, batch: int, active):
+    """The compiled kernel running a whole sequence's steps in one call (deepsharp.compiled), or
+    None: it makes each step's product by numpy's BLAS as numpy's matmul does for float32 and
+    two rows or more, and runs only where every step is real."""
+    if active is not None or batch < 2 or dtype != np.float32:
+        return None
+    return kernel(name)
+
+
 def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> np.ndarray:
     """The gradients of every step's gate pre-activations (steps, batch, 4, H), inside order
     o, i, f, g, walking the steps back from the last one read. `acts` holds each step's gates
@@ -128,8 +139,13 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
     per row, several times slower at these sizes); the step's four gradients are then put side
     by side for the product by weight_hh's transpose, in one copy."""
     steps, batch, hidden = cs.shape
-    zero = np.zeros((batch, hidden), cs.dtype)
     dgates = np.empty((steps, batch, 4, hidden), cs.dtype)
+    loop = _whole_sequence("lstm_backward_steps", cs.dtype, batch, active)
+    if loop is not None:  # the same operations, every step in one compiled call without the GIL
+        dy_steps = np.empty((0, batch, hidden), cs.dtype) if dy_t is None else dy_t
+        loop(acts, cs, tcs, dy_steps, dh, dc, w_hh_t, dgates, reverse)
+        return dgates
+    zero = np.zeros((batch, hidden), cs.dtype)
     compiled = kernel("lstm_step_grad") if active is None else None
     local = np.empty((4, batch, hidden), cs.dtype)    # this step's gradients, gate by gate
     sq = np.empty((4, batch, hidden), cs.dtype)       # becomes s - s^2 (o, i, f), (1 - g^2) i
@@ -197,31 +213,41 @@ class Lstm:
         tcs = np.empty((steps, batch, hidden), x.dtype)  # tanh of each step's new cell
         h = np.zeros((batch, hidden), x.dtype)
         c = np.zeros((batch, hidden), x.dtype)
-        compiled = kernel("lstm_step_cell")
+        # a whole step in one pass (deepsharp.compiled; its tanh is float32 numpy's)
+        whole = kernel("lstm_step_forward") if x.dtype == np.float32 else None
+        compiled = kernel("lstm_step_cell") if whole is None else None
+        loop = _whole_sequence("lstm_forward_steps", x.dtype, batch, active)
         product = np.empty((batch, 4 * hidden), x.dtype)
         ig = np.empty((batch, hidden), x.dtype)
         half = x.dtype.type(0.5)  # the same float32 0.5 as a Python 0.5 here, converted once
         by_gate = gates.reshape(steps, batch, 4, hidden).transpose(0, 2, 1, 3)
         sigmoids = acts[:, :3]
-        for t in _order(steps, reverse):
+        if loop is not None:  # the same operations, every step in one call without the GIL
+            loop(gates, w_hh, acts, hs, cs, tcs, reverse)
+            if steps:
+                h, c = hs[0 if reverse else -1], cs[0 if reverse else -1]
+        for t in _order(steps, reverse) if loop is None else ():
             g = gates[t]   # the step's pre-activations, then their tanh
             np.matmul(h, w_hh, product)
-            np.add(g, product, g)
-            np.tanh(g, g)
             a = acts[t]    # o, i, f (sigmoid) and g (tanh), gate by gate (see _lstm_through_time)
-            c_new, tc = cs[t], tcs[t]
-            if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
-                compiled(g, c, a, c_new)
-            else:  # gate by gate (one copy), then the sigmoid gates t / 2 + 1 / 2
-                s = sigmoids[t]
-                np.copyto(a, by_gate[t])
-                np.multiply(s, half, s)
-                np.add(s, half, s)
-                np.multiply(a[2], c, c_new)
-                np.multiply(a[1], a[3], ig)
-                np.add(c_new, ig, c_new)
-            np.tanh(c_new, tc)
-            h_new = np.multiply(a[0], tc, hs[t])
+            c_new, tc, h_new = cs[t], tcs[t], hs[t]
+            if whole is not None:  # the same operations, numpy's tanh included, in one pass
+                whole(g, product, c, a, c_new, tc, h_new)
+            else:
+                np.add(g, product, g)
+                np.tanh(g, g)
+                if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
+                    compiled(g, c, a, c_new)
+                else:  # gate by gate (one copy), then the sigmoid gates t / 2 + 1 / 2
+                    s = sigmoids[t]
+                    np.copyto(a, by_gate[t])
+                    np.multiply(s, half, s)
+                    np.add(s, half, s)
+                    np.multiply(a[2], c, c_new)
+                    np.multiply(a[1], a[3], ig)
+                    np.add(c_new, ig, c_new)
+                np.tanh(c_new, tc)
+                np.multiply(a[0], tc, h_new)
             if real is not None:  # a step beyond the series' length leaves the state as it is
                 np.copyto(h_new, h, where=~real[t])
                 np.copyto(c_new, c, where=~real[t])
@@ -368,7 +394,9 @@ class Gru:
         dx = None
         if needs_input_grad(0):  # as the LSTM's
             dx = (fx @ weight_ih.T).reshape(steps, batch, -1).transpose(1, 0, 2)
-        dw_ih = xt.reshape(steps * batch, -1).T @ fx
-        dw_hh = _state_product(hs, dh_gates, reverse)
-        return (dx, dw_ih, dw_hh, fx.sum(axis=0), fh.sum(axis=0)) + \
+        # the kernels' and biases' gradients in their places in Adam's buffer where it offers them
+        dw_ih = np.matmul(xt.reshape(steps * batch, -1).T, fx, out=grad_out(1))
+        dw_hh = _state_product(hs, dh_gates, reverse, grad_out(2))
+        db_ih, db_hh = fx.sum(axis=0, out=grad_out(3)), fh.sum(axis=0, out=grad_out(4))
+        return (dx, dw_ih, dw_hh, db_ih, db_hh) + \
             ((None,) if lengths is not None else ())

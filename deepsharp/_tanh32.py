@@ -1,0 +1,130 @@
+"""numpy's float32 tanh as a numba scalar function, bit for bit (imported only with numba).
+
+numpy 2.x computes float32 tanh on a CPU with fused multiply-add (x86-64 with AVX2 and FMA3, or
+AVX-512; ARM NEON) by Intel SVML's table method (numpy/_core/src/umath/loops_hyperbolic.dispatch):
+|x| picks one of 32 sub-intervals by its exponent and top mantissa bits, y = |x| - b is a
+degree-6 polynomial's argument, evaluated by Horner steps each one fused multiply-add, the sign
+put back by its bit; beyond the table's last interval (and for infinities) the answer is 1, and
+NaN gives numpy's quiet NaN. Each lane is computed alone, so a scalar loop doing the same float32
+operations gives numpy's numbers exactly. `matches_numpy()` checks that on this machine (numpy
+falls back to libm's tanhf on a CPU without FMA, whose numbers differ): the kernels that use this
+tanh run only where it holds. scripts/check_tanh32.py compares all 2^32 float32 values once.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+# Per sub-interval: b, then the polynomial's c0 .. c6 (float32 bit patterns, numpy's table).
+_TABLE_HEX = """
+00000000 00000000 3f800000 b0343c7b beaaaaa5 b76dd6b9 3e0910e9 bc0e2f66
+3d700000 3d6fb9c9 3f7f1f84 bd6ee69d beab0612 be1c276d 43761143 460bda12
+3d900000 3d8fc35f 3f7ebd11 bd8f0da7 bea7f01f 3c1dcf2f 4165ecdc 43d638ef
+3db00000 3daf9169 3f7e1e5f bdae477d bea4e120 3dc1a78d c190f756 c3e11c3e
+3dd00000 3dcf49ab 3f7d609f bdcd2a1f bea387b7 3d96f985 c08c097d c2baa4e9
+3df00000 3deee849 3f7c842d bdeba80d bea15962 3da2b61b c02ba813 c249da2d
+3e100000 3e0f0ee8 3f7b00e5 be0c443b be9d57f7 3dc13397 bf7f6bda c1859b82
+3e300000 3e2e4984 3f789580 be293cf3 be976b5a 3dd2f670 3f2b1dc0 40dd5b57
+3e500000 3e4d2f8e 3f75b8ad be44f282 be90230d 3df48a0a 3ece105d 40494640
+3e700000 3e6bb32e 3f726fd9 be5f3651 be880dff 3e06c5a8 3f426a94 40c730a8
+3e900000 3e8c51cd 3f6cc59b be81c7c0 be7479b3 3e1a3aba badb0dc4 bf0f160e
+3eb00000 3ea96163 3f63fb92 be96d7ca be4c3d88 3e27c405 3da43b17 3e30e76f
+3ed00000 3ec543f1 3f59ff97 bea7fb8e be212482 3e2e78d0 bd51ab88 bea81387
+3ef00000 3edfd735 3f4f11d7 beb50e9e bdeb8cba 3e2c3e44 bcaea23d bdb26a1c
+3f100000 3f028438 3f3d7573 bec12efe bd5e78ad 3e1d3097 bd3b6d8d bd351e57
+3f300000 3f18abf0 3f24f360 bec4be92 3c6b5e6e 3df4a8f4 bd6caaad bb4c01a0
+3f500000 3f2bc480 3f0cbfe7 bebce070 3d839143 3da38508 bd795bed 3c1d7bfb
+3f700000 3f3bec1c 3eec1a69 bead510e 3dc21ee1 3d31416a bd5fddda 3c722cd1
+3f900000 3f4f2e5b 3eb0a801 be8ef7d6 3de347af 3b562657 bd038f3b 3c973f1c
+3fb00000 3f613c53 3e6753a2 be4b8704 3dcbec96 bcaeeac9 bc1cad63 3c33a31b
+3fd00000 3f6ce37d 3e132f1a be083237 3d99ef2d bcce9419 3abb4766 3b862ef4
+3ff00000 3f743c4f 3db7e7d3 bdaf7449 3d542ea1 bcaaeac4 3b95f10b 3a27b3d0
+40100000 3f7a5feb 3d320845 bd2e1ec4 3cdde701 bc49e7d0 3b825873 ba3b5907
+40300000 3f7dea85 3c84d3d4 bc83bf06 3c2cca67 bba71ddd 3afaea66 ba0efc22
+40500000 3f7f3b3d 3bc477b7 bbc3e0b5 3b81cb27 bb003b0e 3a49f878 b97f9f0f
+40700000 3f7fb78c 3b10d3da bb10aadc 3ac073a1 ba3f9a05 39996bf3 b8c8af50
+40900000 3f7fefd4 3a01601e ba0157db 39ac3032 b92c08a7 388f3e6c b7bdddfb
+40b00000 3f7ffdd0 388c1a3b b88c18f2 383a94d9 b7ba9232 371bb0e3 b64f2950
+40d00000 3f7fffb4 3717b0da b717b096 36ca081d b64a0b0f 35a8a5e6 b4e085b1
+40f00000 3f7ffff6 35a43bce b5a43bae 355abd4c b4dac169 34369b17 b3731dfa
+41100000 3f7fffff 338306c6 b383012c 332b3cb6 b2ab78ac 322487b0 b15a1f04
+00000000 3f800000 00000000 00000000 00000000 00000000 00000000 00000000
+"""
+_TABLE = np.array([int(word, 16) for word in _TABLE_HEX.split()], np.uint32).view(
+    np.float32).reshape(32, 8)
+# one array per column: loads by sub-interval the loop vectoriser can gather
+_B, _C0, _C1, _C2, _C3, _C4, _C5, _C6 = (np.ascontiguousarray(column) for column in _TABLE.T)
+_NAN = np.float32(np.nan)
+_ONE = np.float32(1.0)
+_PART, _FIRST, _LAST, _HUGE = (np.int32(v) for v in (0x7FE00000, 0x3D400000, 0x3E00000, 0x7F000000))
+_ZERO = np.int32(0)
+
+
+@intrinsic
+def fma32(typingctx, a, b, c):
+    """a * b + c rounded once (LLVM's fma: the CPU's instruction where it has one)."""
+    signature = types.float32(types.float32, types.float32, types.float32)
+
+    def codegen(context, builder, sig, args):
+        f32 = ir.FloatType()
+        function = builder.module.declare_intrinsic("llvm.fma", [f32],
+                                                    ir.FunctionType(f32, [f32, f32, f32]))
+        return builder.call(function, args)
+
+    return signature, codegen
+
+
+@intrinsic
+def _bits(typingctx, x):
+    """The float32's bit pattern as an int32."""
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.int32(types.float32), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def tanh32(x):
+    """numpy's float32 tanh of one float32 value (see the module's docstring). Branch-free (every
+    choice a select), so a loop over values vectorises."""
+    bits = _bits(x)
+    part = bits & _PART                          # exponent and the mantissa's top two bits
+    k = min(max(part - _FIRST, _ZERO), _LAST) >> 21   # the sub-interval, 0 .. 31
+    y = abs(x) - _B[k]
+    r = fma32(_C6[k], y, _C5[k])
+    r = fma32(r, y, _C4[k])
+    r = fma32(r, y, _C3[k])
+    r = fma32(r, y, _C2[k])
+    r = fma32(r, y, _C1[k])
+    r = fma32(r, y, _C0[k])
+    r = _ONE if part > _HUGE else r              # beyond the last interval, or infinite
+    r = -abs(r) if bits < _ZERO else r           # numpy ORs x's sign bit into r
+    return _NAN if x != x else r
+
+
+@njit(cache=True, nogil=True)
+def tanh32_array(x, out):
+    """out = tanh32(x), element by element (flat arrays)."""
+    for i in range(x.size):
+        out[i] = tanh32(x[i])
+
+
+@functools.cache
+def matches_numpy() -> bool:
+    """Whether tanh32 gives np.tanh's float32 numbers on this machine: a probe over every
+    sub-interval's edges, both signs, zeros, tiny, huge, infinite and NaN values."""
+    edges = np.arange(0x3D400000, 0x41A00001, 0x00200000, dtype=np.int64)
+    near = (edges[:, None] + np.arange(-3, 4)[None, :]).ravel()
+    grid = np.linspace(0.0, 12.0, 20001, dtype=np.float32)
+    x = np.concatenate([near.astype(np.uint32).view(np.float32), grid,
+                        np.array([0.0, 1e-30, 1e-45, 3e38, np.inf, np.nan], np.float32)])
+    x = np.concatenate([x, -x])
+    out = np.empty_like(x)
+    tanh32_array(x, out)
+    expected = np.tanh(x)
+    return bool(np.array_equal(out.view(np.uint32), expected.view(np.uint32)))
