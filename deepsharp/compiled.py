@@ -6,7 +6,7 @@
         network.fit(...)
 
 numpy stays the default path: without `compiled()` (or without numba) nothing here runs. Inside
-it, four inner loops run as one compiled pass each instead of a dozen numpy calls:
+it, these inner loops run as compiled passes instead of a dozen numpy calls each:
 
 - Adam's update over its flat buffers (`deepsharp.optimizers`), 5x faster at an MLP's 270k
   parameters (0.15 ms against 0.8);
@@ -16,7 +16,7 @@ it, four inner loops run as one compiled pass each instead of a dozen numpy call
   step real) its whole sequence forward and back in one call each that holds no GIL, so the two
   shares of `data_parallel(2)` run at once;
 - GELU's forward pass with erf32 (`deepsharp.tensors.ops.activations`): 24 arithmetic passes in
-  one;
+  one; its backward pass's six arithmetic passes as two loops around numpy's exp;
 - `conv_relu_max_pool`'s backward routing of each window's gradient to its first largest
   candidate (`deepsharp.tensors.ops.conv_pool`): 16 passes in one.
 
