@@ -19,8 +19,9 @@ it computes:
 - every record's input is the batch's input, a parameter, the prepared target or an earlier
   record's result (`_sources`): a constant made during the pass (a dropout mask, noise, a number)
   refuses the plan, and so does a value computed from the input alone (a constant to the tape);
-- at each replay: no tracer, gradients on, fusion as when the epoch began, the module training
-  and every parameter requiring its gradient as when the epoch began (`Plans.key`).
+- at each replay: no tracer, gradients on, fusion as when the epoch began, the module training,
+  its parameters the very objects (not replaced) and each requiring its gradient as when the
+  epoch began (`Plans.key`).
 Anything else runs the tape, batch after batch. Plans live for one epoch (a callback may change
 the module between epochs). A replay skips what only the tape's users need: version checks (no
 tensor of the pass can be written between its forward and its backward) and results' tensors.
@@ -104,10 +105,17 @@ class Plans:
         if (not isinstance(x, np.ndarray) or x.dtype.kind not in "fiu"
                 or _trace_hook.get() is not None
                 or not _grad_enabled.get() or not self.module.training
-                or modes.may_fuse() != self.fusing
-                or [p.requires_grad for p in self.params] != self.needs):
+                or modes.may_fuse() != self.fusing or not self._same_parameters()):
             return None
         return (x.shape, x.dtype)
+
+    def _same_parameters(self) -> bool:
+        """The module's parameters are still the very objects the plans read (a batch source may
+        replace one between batches, not only write it in place), each needing its gradient as
+        when the epoch began."""
+        now = [p for _, p in self.module.named_parameters()]
+        return (len(now) == len(self.params) and all(a is b for a, b in zip(now, self.params))
+                and [p.requires_grad for p in now] == self.needs)
 
     def get(self, key: tuple | None) -> Plan | None:
         return None if key is None else self.found.get(key)

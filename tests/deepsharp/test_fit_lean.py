@@ -195,3 +195,35 @@ def test_the_kernel_split_replays_as_its_tape(monkeypatch):
         general = _fit(monkeypatch, True, _network("dense"))
     assert lean[2] == 0 and lean[3] > 0
     _same(lean, general)
+
+
+def _replacing(general: bool, monkeypatch):
+    """Train from batches whose source swaps a layer's weight for a new Parameter mid-epoch
+    (a user's generator may): (the history, the weight the network ends with)."""
+    from deepsharp.module import Parameter
+
+    network = _network("dense")
+    x, y = _data(64)
+    x = x.astype(np.float32)
+    layer = dict(network.named_modules())["0"]
+
+    def batches():
+        for i in range(4):
+            if i == 2:
+                layer.weight = Parameter(np.full_like(layer.weight._data, 0.25))
+            yield x[16 * i:16 * (i + 1)], y[16 * i:16 * (i + 1)]
+
+    if general:
+        monkeypatch.setattr(training, "lean_pass", lambda run, batch, plans: None)
+    history = network.fit(batches(), loss=CrossEntropy(), optimizer=Adam(1e-2), steps_per_epoch=4,
+                          progress=False)
+    monkeypatch.undo()
+    return [{k: v for k, v in e.items() if k != "seconds"} for e in history], layer.weight._data
+
+
+def test_a_parameter_replaced_between_batches_is_the_one_replayed(monkeypatch):
+    """A plan holds the parameters it was recorded with: one replaced by a new Parameter (not
+    written in place) makes the batch's key differ, so the tape runs with the new one."""
+    lean, general = _replacing(False, monkeypatch), _replacing(True, monkeypatch)
+    assert lean[0] == general[0]
+    np.testing.assert_array_equal(lean[1], general[1])
