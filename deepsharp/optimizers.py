@@ -22,6 +22,7 @@ from deepsharp.arguments import flag, instance, number
 from deepsharp.compiled import kernel
 from deepsharp.errors import SpecError, StateError, TrainingError
 from deepsharp.module import Parameter
+from deepsharp import step_ahead
 from deepsharp.tensors.ops.two_threads import in_halves
 from deepsharp.schedules import Schedule
 
@@ -124,6 +125,14 @@ class Optimizer:
     def update(self, p: np.ndarray, g: np.ndarray, state: dict[str, np.ndarray]) -> None:
         raise TypeError(f"{type(self).__name__} does not define update()")
 
+    def step_ahead(self, final: list[Parameter]) -> None:
+        """Called by fit's replayed pass once the gradients of `final` are final, before the
+        backward pass ends: an optimizer may begin its step there (Adam does, on the worker of
+        `data_parallel(2, split="kernels")`); this one waits for `step()`."""
+
+    def drop_ahead(self) -> None:
+        """Called when the backward pass fails after `step_ahead`: undo what it began."""
+
     def _decayed(self, p: np.ndarray, g: np.ndarray) -> np.ndarray:
         return g + np.asarray(self.weight_decay, p.dtype) * p if self.weight_decay else g
 
@@ -198,11 +207,26 @@ class Adam(Optimizer):
         _check(owner, "eps", eps)
         self.betas, self.eps = (float(betas[0]), float(betas[1])), float(eps)
 
+    def step_ahead(self, final: list[Parameter]) -> None:
+        """Begin the step's update of the `final` parameters (their gradients final) on the
+        worker of `data_parallel(2, split="kernels")` while the backward pass ends; `step()`
+        finishes it, with the numbers it gives alone (deepsharp.step_ahead)."""
+        self.drop_ahead()
+        self._ahead = step_ahead.begin(self, final)
+
+    def drop_ahead(self) -> None:
+        """Undo a step begun and not taken (the backward pass failed): the state as it was."""
+        ahead, self._ahead = getattr(self, "_ahead", None), None
+        if ahead is not None:
+            ahead.drop()
+
     def zero_grad(self) -> None:
         """Empty every gradient; once the step runs over flat buffers, also give each parameter a
         place in a new gradient buffer, where a backward rule able to (`grad_out`) writes its next
         gradient, so the step reads it there instead of gathering it. A new buffer each time: a
-        gradient kept from an earlier step is never written over."""
+        gradient kept from an earlier step is never written over. A step begun and not taken
+        (`step_ahead`) is undone."""
+        self.drop_ahead()
         super().zero_grad()
         flat = getattr(self, "_flat_moments", None)
         if flat is not None:
@@ -215,10 +239,15 @@ class Adam(Optimizer):
         one float type and one step count, else parameter by parameter: the same numbers."""
         if not self.bound:
             return super().step()  # which refuses, naming what to bind
+        ahead, self._ahead = getattr(self, "_ahead", None), None
+        if ahead is not None:  # (the worker done with the buffers before anything changes)
+            ahead = ahead if ahead.settle() else None
         if self.clip_norm is not None:
             self.clip()
         live = [(name, p) for name, p in self.params if p.grad is not None]
-        if not self._flat_step(live):
+        if ahead is not None and step_ahead.commit(self, ahead, live):
+            pass  # (begun by step_ahead, finished there)
+        elif not self._flat_step(live):
             for name, p in live:
                 self.update(p._data, p.grad, self.state.setdefault(name, {}))
         for _, p in live:

@@ -39,6 +39,7 @@ from deepsharp.parallel import one_thread
 from deepsharp.tensors import Tensor, modes
 from deepsharp.tensors.autograd import _accumulate_leaf, _sorted_records, call_rule, send
 from deepsharp.tensors.modes import _grad_enabled, _trace_hook
+from deepsharp.tensors.ops.two_threads import splitting_kernels
 from deepsharp.tensors.primitives import lookup
 
 INPUT, PARAMETER, TARGET, RESULT = range(4)
@@ -62,23 +63,47 @@ class _Rule:
 
 
 class Plan:
-    """A recorded pass: its rules (parents first), where the logits are, the target it takes."""
+    """A recorded pass: its rules (parents first), where the logits are, the target it takes,
+    and the rule before whose backward every parameter but its own has its final gradient
+    (`final_at`, and those parameters, `final`)."""
 
-    __slots__ = ("rules", "logits", "logits_shape", "target")
+    __slots__ = ("rules", "logits", "logits_shape", "target", "final_at", "final")
 
     def __init__(self, rules: list[_Rule], logits: tuple[int, int], logits_shape: tuple,
                  target: tuple) -> None:
         self.rules, self.logits, self.logits_shape, self.target = rules, logits, logits_shape, target
+        first: dict[int, tuple[int, Any]] = {}  # id(parameter): (the first rule reading it, it)
+        for k in range(len(rules) - 1, -1, -1):
+            for kind, source in rules[k].sources:
+                if kind == PARAMETER:
+                    first[id(source)] = (k, source)
+        self.final_at = min([k for k, _ in first.values()], default=-1)
+        self.final = [p for k, p in first.values() if k > self.final_at]
 
     def takes(self, target: np.ndarray) -> bool:
         return (target.shape, target.dtype) == self.target
 
-    def replay(self, x: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray]:
+    def replay(self, x: np.ndarray, target: np.ndarray, ahead: Any = None
+               ) -> tuple[float, np.ndarray]:
         """The pass on a new batch: forward, then backward into the parameters' gradients (as
-        `backward` leaves them); (the loss, the logits)."""
+        `backward` leaves them); (the loss, the logits). `ahead`, an optimizer, if given: its
+        `step_ahead(parameters)` is called once the gradients of those parameters are final and
+        the backward pass has the first parameter's rule (and the rules before it) left to run,
+        when the loss is finite (it may begin its step there), and its `drop_ahead()` if the
+        backward pass then fails."""
         outs, saved, args = _forward(self.rules, x, target)
         loss = outs[-1][0]
-        _backward(self.rules, saved, args, np.ones_like(loss))
+        if ahead is not None and (not self.final or not np.isfinite(loss).all()):
+            ahead = None  # (fit refuses a loss that is not finite before any step)
+        if ahead is None:
+            _backward(self.rules, saved, args, np.ones_like(loss))
+        else:
+            try:
+                _backward(self.rules, saved, args, np.ones_like(loss),
+                          (self.final_at, lambda: ahead.step_ahead(self.final)))
+            except BaseException:
+                ahead.drop_ahead()  # (no step follows a failed backward pass)
+                raise
         return float(loss), outs[self.logits[0]][self.logits[1]]
 
 
@@ -194,13 +219,16 @@ def _forward(rules: list[_Rule], x: np.ndarray, target: np.ndarray) -> tuple[lis
     return outs, saved, args
 
 
-def _backward(rules: list[_Rule], saved: list, args: list, seed: np.ndarray) -> None:
+def _backward(rules: list[_Rule], saved: list, args: list, seed: np.ndarray,
+              ahead: tuple[int, Any] | None = None) -> None:
     """`backward`'s walk over the plan: the rules from the last, on the arrays their forward ran
     on, each result's gradient summed in arrival order, leaves' gradients accumulated as the tape
-    does."""
+    does; `ahead` (k, fn): fn() just before rule k's turn."""
     last = len(rules) - 1
     pending: dict[int, list] = {last: [seed] + [None] * (len(rules[last].shapes) - 1)}
     for k in range(last, -1, -1):
+        if ahead is not None and k == ahead[0]:
+            ahead[1]()
         grads = pending.pop(k, None)
         if grads is None:
             continue
@@ -236,7 +264,10 @@ def lean_pass(run: Any, batch: Any, plans: Plans | None) -> tuple[float, tuple] 
         run.module.check_input(x)
         target = prepare(loss, y, plan.logits_shape, where)
         if plan.takes(target):
-            number, z = plan.replay(x._data, target)
+            # (inside data_parallel(2, split="kernels") the optimizer may begin its step on the
+            # worker while the first layer's backward runs on the caller)
+            ahead = run.optimizer if splitting_kernels() else None
+            number, z = plan.replay(x._data, target, ahead)
             return number, ({"": z}, {"": target}, {"": number})
     inputs = tensors(batch.x)
     z = call(run.module, inputs, loss)

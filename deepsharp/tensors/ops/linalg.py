@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors.ops.two_threads import both
+from deepsharp.tensors.ops.two_threads import both, idle_point
 from deepsharp.tensors.primitives import grad_out, needs_input_grad, primitive, unbroadcast
 
 SPLIT_PRODUCT = 1 << 22  # multiplies: a smaller input gradient is not worth a hand-off
@@ -60,12 +60,14 @@ class MatMulAdd:
 
     def backward(grad, saved, x, w, b):
         g = _rows(grad)
+        if not needs_input_grad(0):  # (a first layer) one product on the caller alone: the
+            idle_point()             # worker may take deferred work
         # (the weight's and bias's gradients straight into the optimizer's buffer when offered;
         # the input's, an independent product, on the worker inside data_parallel(2))
         (gw, gb), gx = both(
             lambda: (np.matmul(_rows(x).T, g, out=grad_out(1)), g.sum(axis=0, out=grad_out(2))),
             lambda: (g @ w.T).reshape(x.shape) if needs_input_grad(0) else None,
-            worth=g.shape[0] * w.size >= SPLIT_PRODUCT)
+            worth=needs_input_grad(0) and g.shape[0] * w.size >= SPLIT_PRODUCT)
         return gx, gw, gb
 
 

@@ -12,7 +12,9 @@ user's code runs inside `data_parallel(2)`. It splits one of two ways:
   (`split_work`, `in_halves`, `both`): the same operations on the same numbers in the same order, so the
   same results, bit for bit, as one thread gives (a product split by rows: with OpenBLAS's
   Haswell kernels, where the split falls on its blocks of rows; another BLAS may round it
-  otherwise).
+  otherwise). Work that waits for the worker to be free (`defer`: the optimizer's update of the
+  parameters whose gradients are final) starts where a kernel's next work runs on the caller
+  alone (`idle_point`).
 
 This module imports nothing from deepsharp: the kernels (deepsharp.tensors.ops) and
 deepsharp.parallel both read it.
@@ -35,6 +37,8 @@ in_share: ContextVar[bool] = ContextVar("deepsharp_data_parallel_share", default
 # set while a kernel's half runs (on either thread): likewise
 _in_half: ContextVar[bool] = ContextVar("deepsharp_data_parallel_half", default=False)
 _JOBS: queue.SimpleQueue | None = None  # the worker's jobs, in order
+# work waiting for the worker to be free (defer), handed over at the caller's next idle_point
+_deferred: ContextVar["Deferred | None"] = ContextVar("deepsharp_deferred", default=None)
 _STARTING = threading.Lock()
 CALLER_SHARE = 0.5  # of in_halves' rows, the calling thread's
 
@@ -101,6 +105,53 @@ def _worker_idle() -> bool:
 
 def _split_kernels() -> bool:
     return _worker_idle() and split_var.get() == "kernels"
+
+
+def splitting_kernels() -> bool:
+    """Inside `data_parallel(2, split="kernels")`, on the calling thread, the worker free."""
+    return _split_kernels()
+
+
+class Deferred:
+    """fn() for the worker once it is free: handed over at the caller's next `idle_point` (where
+    what the caller does next, it does alone). fn must not depend on which thread runs it, nor on
+    when (it reads nothing the caller may still write)."""
+
+    __slots__ = ("_fn", "_job", "_closed")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn, self._job, self._closed = fn, None, False
+
+    def _start(self) -> None:
+        if self._job is None and not self._closed:
+            self._job = on_worker(_half, lambda _: self._fn(), None)
+
+    def settled(self) -> bool:
+        """Whether fn ran: True once it has (waiting for the worker, raising fn's error),
+        False when it was never handed over (and now never will be)."""
+        self._closed = True
+        if self._job is None:
+            return False
+        self._job.result()
+        return True
+
+
+def defer(fn: Callable[[], Any]) -> Deferred:
+    """fn() as a Deferred: on the worker from the caller's next idle point inside
+    `data_parallel(2, split="kernels")` (until then the caller's kernels keep handing halves to
+    the worker: one queued behind fn would wait), else never."""
+    deferred = Deferred(fn)
+    _deferred.set(deferred if _split_kernels() else None)
+    return deferred
+
+
+def idle_point() -> None:
+    """A kernel's next work runs on the caller alone (one product, say): the worker takes the
+    deferred work now, if there is some."""
+    deferred = _deferred.get()
+    if deferred is not None and _split_kernels():
+        _deferred.set(None)
+        deferred._start()
 
 
 def split_work(work: Callable[[Sequence], R], items: Sequence) -> list[R]:

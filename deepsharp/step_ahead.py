@@ -1,0 +1,193 @@
+"""Adam's step begun on the worker before the backward pass ends, inside
+`data_parallel(2, split="kernels")`: the same numbers, less time on the calling thread.
+
+A network's first layer runs its backward last, and its largest part there (the kernel's
+gradient, one product) runs on the calling thread alone. Every other parameter's gradient is
+final by then, and Adam's update is elementwise: so `fit`'s replayed pass (step_plan) calls
+`Adam.step_ahead(final)` just before the first layer's backward, which defers the update of those
+parameters' places in the flat buffers to the worker (two_threads.defer; the worker takes it when
+the first layer's kernel reaches its product, two_threads.idle_point). `Adam.step()` then waits
+for it, updates the other places itself, and subtracts the updates from the parameters.
+
+The deferred part keeps a copy of the moments it updates (in place) and leaves the parameters
+and the step counts alone. The step takes what it computed only when the step runs with what the
+part was begun with (the same parameters with the same gradients, the same rate, betas, eps and
+step count, no clipping, no weight decay); else the moments are put back and the step runs as
+usual, as it does when no idle point came (the worker never took the part). A backward pass that
+fails after the part began (`Optimizer.drop_ahead`), or a step that never comes (`zero_grad`),
+puts the moments back too: the optimizer as it was. Each place gets the very operations
+`_flat_step` gives it (`_adam_numpy`, or the compiled kernel that matches it bit for bit), so the
+numbers are one step's, bit for bit (tests/deepsharp/test_step_ahead.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from deepsharp.compiled import kernel
+from deepsharp.tensors.ops.two_threads import Deferred, defer, in_halves
+
+MIN_VALUES = 1 << 14  # fewer final values are not worth the hand-off
+SPLIT_VALUES = 1 << 16  # the step's own places in two halves from this many
+_OPTIMIZERS: Any = None  # deepsharp.optimizers, which imports this module
+
+
+def _optimizers() -> Any:
+    global _OPTIMIZERS
+    if _OPTIMIZERS is None:
+        from deepsharp import optimizers
+        _OPTIMIZERS = optimizers
+    return _OPTIMIZERS
+
+
+class Ahead:
+    """A step begun: the deferred part, the flat buffers, the names it was begun for, the flat
+    places it covers (runs of [start, stop)), the final parameters' places among the names and
+    the gradients they had, and the constants it ran with."""
+
+    __slots__ = ("deferred", "flat", "names", "runs", "places", "grads", "constants")
+
+    def __init__(self, deferred: Deferred, flat: Any, names: tuple, runs: list, places: list,
+                 grads: list, constants: tuple) -> None:
+        self.deferred, self.flat, self.names, self.runs = deferred, flat, names, runs
+        self.places, self.grads, self.constants = places, grads, constants
+
+    def settle(self) -> bool:
+        """Whether the part ran (waiting for the worker if it has it; False: it never will)."""
+        return self.deferred.settled()
+
+    def drop(self) -> None:
+        """The step is not taken: the moments the part updated put back."""
+        if self.settle():
+            _restore(self)
+
+
+def _constants(optimizer: Any, t: float) -> tuple:
+    return (optimizer.lr, optimizer.betas, optimizer.eps, optimizer.clip_norm,
+            optimizer.weight_decay, t)
+
+
+def begin(optimizer: Any, final: list) -> Ahead | None:
+    """Defer the update of the `final` parameters' places (their gradients final), or None when
+    the step cannot be begun so (then nothing is done)."""
+    if (optimizer.clip_norm is not None or optimizer.weight_decay or not optimizer.bound
+            or getattr(optimizer, "_flat_moments", None) is None):
+        return None
+    names = tuple([name for name, _ in optimizer.params])
+    params = [p for _, p in optimizer.params]
+    flat = _optimizers()._FlatMoments.of(optimizer, names, [p._data for p in params])
+    if flat is None or len({p.dtype for p in params}) != 1:
+        return None
+    places, runs = _places(flat, params, final)
+    if not runs or any(params[k].grad is None for k in places):
+        return None
+    grads = [params[k].grad for k in places]
+    views = [flat.grad_views[k] for k in places]
+    t = float(optimizer.state[names[0]]["step"]) + 1
+    saved = _saved_moments(flat)
+
+    def part() -> None:  # on the worker: final gradients in, the moments kept, then updated
+        for start, stop in runs:
+            np.copyto(saved[0][start:stop], flat.exp_avg[start:stop])
+            np.copyto(saved[1][start:stop], flat.exp_avg_sq[start:stop])
+        for grad, view in zip(grads, views):
+            if grad is not view:
+                view[...] = grad
+        for start, stop in runs:
+            _update(optimizer, flat, slice(start, stop), t)
+
+    return Ahead(defer(part), flat, names, runs, places, grads, _constants(optimizer, t))
+
+
+def commit(optimizer: Any, ahead: Ahead, live: list) -> bool:
+    """The step, finishing what `ahead` began (its part has run): True when done, False when the
+    step must run as usual (what it has to work with is not what the part began with: the part's
+    moments are put back)."""
+    names = tuple([name for name, _ in live])
+    flat, t = ahead.flat, ahead.constants[-1]
+    if (names != ahead.names or _constants(optimizer, t) != ahead.constants
+            or any(float(optimizer.state.get(name, {}).get("step", -1)) != t - 1
+                   for name in names)
+            or any(live[k][1].grad is not grad for k, grad in zip(ahead.places, ahead.grads))
+            or _optimizers()._FlatMoments.of(
+                optimizer, names, [p._data for _, p in live]) is not flat):
+        _restore(ahead)
+        return False
+    done = set(ahead.places)
+    for k, ((_, p), view) in enumerate(zip(live, flat.grad_views)):
+        if k not in done and p.grad is not view:  # (the places the part left: copied in)
+            view[...] = p.grad
+    for name in names:
+        optimizer.state[name]["step"] += 1
+    start = 0
+    for run_start, run_stop in ahead.runs + [(flat.grad.size, flat.grad.size)]:
+        if run_start > start:  # the places the part left: updated here
+            size, first = run_start - start, start
+            if size >= SPLIT_VALUES:
+                in_halves(lambda r: _update(optimizer, flat, _shift(r, first), t), size)
+            else:
+                _update(optimizer, flat, slice(start, run_start), t)
+        start = run_stop
+    for (_, p), part in zip(live, flat.work_views):
+        p._data -= part
+    return True
+
+
+def _places(flat: Any, params: list, final: list) -> tuple[list[int], list[tuple[int, int]]]:
+    """The final parameters' places among `params`, and their runs in the flat buffers (places
+    side by side make one run); no runs when they are too few values. Worked out once per flat
+    buffer and list of final parameters (a replay gives the same list each batch)."""
+    held = getattr(flat, "ahead_places", None)
+    if held is not None and held[0] is final and held[1] == [id(p) for p in params]:
+        return held[2], held[3]
+    wanted = {id(p) for p in final}
+    places = [k for k, p in enumerate(params) if id(p) in wanted]
+    starts = np.concatenate([[0], np.cumsum(flat.sizes)]).tolist()
+    runs: list[list[int]] = []
+    for k in places:
+        if runs and runs[-1][1] == starts[k]:
+            runs[-1][1] = starts[k + 1]
+        else:
+            runs.append([starts[k], starts[k + 1]])
+    found = [(a, b) for a, b in runs]
+    if len(places) != len(wanted) or sum(b - a for a, b in found) < MIN_VALUES:
+        found = []
+    flat.ahead_places = (final, [id(p) for p in params], places, found)
+    return places, found
+
+
+def _restore(ahead: Ahead) -> None:
+    flat, saved = ahead.flat, _saved_moments(ahead.flat)
+    for start, stop in ahead.runs:
+        np.copyto(flat.exp_avg[start:stop], saved[0][start:stop])
+        np.copyto(flat.exp_avg_sq[start:stop], saved[1][start:stop])
+
+
+def _shift(rows: slice, start: int) -> slice:
+    return slice(start + rows.start, start + rows.stop)
+
+
+def _update(optimizer: Any, flat: Any, s: slice, t: float) -> None:
+    """Adam's update of the flat places s at step t, in place, the update into the work buffer
+    (`_flat_step`'s operations on those places)."""
+    b1, b2 = optimizer.betas
+    g, m, v, work = flat.grad[s], flat.exp_avg[s], flat.exp_avg_sq[s], flat.work[s]
+    kernel_ = kernel("adam_flat")
+    if kernel_ is not None:  # (bit for bit _adam_numpy's, tests/deepsharp/test_compiled.py)
+        dt = g.dtype
+        kernel_(g, m, v, work, *(dt.type(c) for c in (
+            1 - b1, 1 - b2, b2, math.sqrt(1 - b2 ** t), optimizer.eps,
+            optimizer.lr / (1 - b1 ** t))))
+    else:
+        _optimizers()._adam_numpy(g, m, v, work, b1, b2, t, optimizer.lr, optimizer.eps)
+
+
+def _saved_moments(flat: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Where the part keeps the moments it updates, made once per flat buffer."""
+    saved = getattr(flat, "saved_moments", None)
+    if saved is None:
+        saved = flat.saved_moments = (np.empty_like(flat.exp_avg), np.empty_like(flat.exp_avg_sq))
+    return saved

@@ -1,0 +1,251 @@
+"""Adam's step begun on the worker before the backward pass ends (deepsharp.step_ahead), the
+deferred work it rides on (two_threads.defer, idle_point) and numpy's product without the GIL
+(deepsharp._cblas): the numbers of one step, bit for bit, and the optimizer as it was whenever the
+step is not taken."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from deepsharp import Adam, AdamW, CrossEntropy, RandomStream, Sequential, Shape, _cblas
+from deepsharp import step_ahead
+from deepsharp.errors import OpError
+from deepsharp.parallel import data_parallel
+from deepsharp.tensors.ops import two_threads
+
+NETWORKS = {
+    # a first conv block of one channel (its kernel's gradient: one product on the caller)
+    "cnn": (lambda: Sequential().conv2d(6, 3).relu().max_pool2d(2).flatten().dense(16).relu()
+            .dense(3), Shape(10, 10, 1)),
+    # a first dense layer (its weight's gradient alone: nothing needs its input's)
+    "mlp": (lambda: Sequential().dense(24).relu().dense(24).relu().dense(3), Shape(12)),
+}
+
+
+def _data(kind: str, n: int = 48):
+    generator = np.random.default_rng(7)
+    shape = NETWORKS[kind][1]
+    return (generator.standard_normal((n, *shape)).astype(np.float32),
+            generator.integers(0, 3, n))
+
+
+def _train(kind: str, monkeypatch, ahead: bool = True, optimizer=None, epochs: int = 3,
+           batch_size: int = 12):
+    """(the network, its optimizer, the history, steps begun ahead and taken) after training
+    inside data_parallel(2, split="kernels"), with steps begun ahead or not."""
+    monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)  # small networks: begin every step ahead
+    begun, taken = [], []
+    begin, commit = step_ahead.begin, step_ahead.commit
+    monkeypatch.setattr(step_ahead, "begin", lambda *a: (
+        begun.append(1), begin(*a) if ahead else None)[1])
+    monkeypatch.setattr(step_ahead, "commit", lambda *a: (
+        lambda done: taken.append(done) or done)(commit(*a)))
+    make, shape = NETWORKS[kind]
+    network = make().lower(shape, RandomStream(0))
+    optimizer = optimizer or Adam(1e-2)
+    x, y = _data(kind)
+    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"):
+        history = network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer,
+                              batch_size=batch_size, epochs=epochs, seed=3, progress=False)
+    monkeypatch.undo()
+    return network, optimizer, history, len(begun), taken
+
+
+def _state(network, optimizer) -> dict[str, np.ndarray]:
+    found = {name: np.array(p._data) for name, p in network.named_parameters()}
+    found.update({f"adam/{k}": np.array(v) for k, v in optimizer.state_arrays().items()})
+    return found
+
+
+def _same(first: dict, second: dict) -> None:
+    assert first.keys() == second.keys()
+    for name, value in first.items():
+        assert np.array_equal(value, second[name]), name
+
+
+@pytest.mark.parametrize("kind", sorted(NETWORKS))
+def test_steps_begun_ahead_train_the_numbers_of_steps_taken_at_once(kind, monkeypatch):
+    """Inside data_parallel(2, split="kernels") every replayed batch begins its step on the worker
+    while the first layer's backward runs, and the step finishes it: weights, Adam's moments and
+    step counts, and the history, bit for bit those of the same training with no step begun
+    ahead (the same splits otherwise: any BLAS)."""
+    network, optimizer, history, begun, taken = _train(kind, monkeypatch)
+    plain, plain_optimizer, plain_history, _, plain_taken = _train(kind, monkeypatch, ahead=False)
+    # 4 batches an epoch, the first of each epoch recorded through the tape
+    assert begun == 9 and taken == [True] * 9 and plain_taken == []
+    _same(_state(network, optimizer), _state(plain, plain_optimizer))
+    assert [{k: v for k, v in e.items() if k != "seconds"} for e in history] == [
+        {k: v for k, v in e.items() if k != "seconds"} for e in plain_history]
+
+
+def test_the_part_runs_on_the_worker_while_the_first_layer_runs_back(monkeypatch):
+    """The deferred part starts at the first layer's idle point (its kernel's product, on the
+    caller alone) and runs on the worker thread."""
+    threads, update = [], step_ahead._update
+    monkeypatch.setattr(step_ahead, "_update", lambda *a: (
+        threads.append(threading.current_thread().name), update(*a))[1])
+    _train("cnn", monkeypatch, epochs=2)
+    assert "deepsharp-parallel" in threads  # (the first layer's places: on the caller)
+    assert "MainThread" in threads
+
+
+def test_a_failed_backward_pass_leaves_the_optimizer_as_it_was(monkeypatch):
+    """The first layer's backward fails after the part began (in its kernel's product, the
+    part on the worker): fit raises the error, and the parameters, Adam's moments and step
+    counts are what they were before that batch."""
+    monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)
+    make, shape = NETWORKS["cnn"]
+    network = make().lower(shape, RandomStream(0))
+    optimizer = Adam(1e-2)
+    before: list[dict] = []
+    zero_grad = optimizer.zero_grad
+
+    def snapshot() -> None:  # each batch's state before its pass
+        zero_grad()
+        before.append(_state(network, optimizer))
+
+    optimizer.zero_grad = snapshot
+    product, calls = _cblas.matmul, []
+
+    def failing(a, b):  # the first layer's kernel gradient, after its idle point
+        calls.append(1)
+        if len(calls) == 7:  # epoch 2, its third batch: a replay, the part begun
+            raise OpError("conv_relu_max_pool: a backward pass that fails")
+        return product(a, b)
+
+    monkeypatch.setattr(_cblas, "matmul", failing)
+    begun = []
+    begin = step_ahead.begin
+    monkeypatch.setattr(step_ahead, "begin", lambda *a: (lambda r: begun.append(r) or r)(
+        begin(*a)))
+    x, y = _data("cnn")
+    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
+            pytest.raises(OpError, match="a backward pass that fails"):
+        network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=12, epochs=2,
+                    seed=3, progress=False)
+    assert begun[-1] is not None and begun[-1].deferred._job is not None  # it ran, then failed
+    assert getattr(optimizer, "_ahead", None) is None
+    _same(_state(network, optimizer), before[-1])
+
+
+def test_a_step_whose_rate_changed_after_its_part_began_runs_as_usual(monkeypatch):
+    """A rate set between the backward pass and the step (here by a wrapper of step): the part's
+    moments are put back and the step runs with the new rate, as it does with no step begun."""
+    def changing(optimizer):
+        step, count = optimizer.step, []
+
+        def step_at_a_new_rate() -> None:
+            count.append(1)
+            if len(count) % 3 == 0:
+                optimizer.lr *= 0.5
+            step()
+
+        optimizer.step = step_at_a_new_rate
+        return optimizer
+
+    network, optimizer, _, begun, taken = _train("mlp", monkeypatch, optimizer=changing(Adam(1e-2)))
+    plain, plain_optimizer, *_ = _train("mlp", monkeypatch, ahead=False,
+                                        optimizer=changing(Adam(1e-2)))
+    assert False in taken and True in taken
+    _same(_state(network, optimizer), _state(plain, plain_optimizer))
+
+
+def test_no_step_begins_ahead_with_clipping_or_weight_decay(monkeypatch):
+    """Clipping needs every gradient first, and weight decay (AdamW's included) reads the
+    parameters: such steps run whole, after the backward pass."""
+    for optimizer in (Adam(1e-2, clip_norm=1.0), Adam(1e-2, weight_decay=1e-2), AdamW(1e-2)):
+        *_, taken = _train("mlp", monkeypatch, optimizer=optimizer, epochs=2)
+        assert taken == []
+
+
+def test_deferred_work_runs_on_the_worker_from_an_idle_point_only():
+    """defer(fn): outside data_parallel(2, split="kernels") never handed over (settled() says
+    so, fn never runs); inside, handed to the worker at the next idle point, settled() waiting for
+    it and raising its error."""
+    ran = []
+    outside = two_threads.defer(lambda: ran.append(threading.current_thread().name))
+    two_threads.idle_point()
+    assert outside.settled() is False and ran == []
+    with data_parallel(2, split="kernels"):
+        inside = two_threads.defer(lambda: ran.append(threading.current_thread().name))
+        assert ran == []
+        two_threads.idle_point()
+        assert inside.settled() is True and ran == ["deepsharp-parallel"]
+
+        def fails():
+            raise ValueError("deferred")
+
+        failing = two_threads.defer(fails)
+        two_threads.idle_point()
+        with pytest.raises(ValueError, match="deferred"):
+            failing.settled()
+        late = two_threads.defer(lambda: ran.append("late"))
+        assert late.settled() is False  # asked for before an idle point: never runs
+        two_threads.idle_point()
+    assert ran == ["deepsharp-parallel"]
+
+
+LAYOUTS = [  # (m, k, n, a transposed, b transposed)
+    (9, 43264, 32, True, False), (9, 500, 32, False, False), (2, 3, 2, False, False),
+    (16, 300, 20, True, True), (64, 160, 128, False, True), (33, 7, 9, True, False),
+]
+
+
+@pytest.mark.parametrize("m, k, n, ta, tb", LAYOUTS)
+def test_numpys_product_without_the_gil_gives_numpys_numbers(m, k, n, ta, tb):
+    generator = np.random.default_rng(m * k + n)
+    a = generator.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    b = generator.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    a, b = (a.T if ta else a), (b.T if tb else b)
+    assert _cblas._function() is not None  # numpy's bundled OpenBLAS found and checked here
+    out = _cblas.matmul(a, b)
+    assert out.dtype == np.float32 and out.flags.c_contiguous
+    assert np.array_equal(out, np.matmul(a, b))
+
+
+def test_other_products_are_numpys_own():
+    """A single row or column (numpy's matrix-vector routine), float64, strides BLAS cannot take,
+    and a product of a matrix and its own transpose (numpy's syrk): np.matmul itself."""
+    generator = np.random.default_rng(0)
+    a = generator.standard_normal((6, 40)).astype(np.float32)
+    b = generator.standard_normal((40, 5)).astype(np.float32)
+    for x, y in ((a[:1], b), (a, b[:, :1]), (a.astype(np.float64), b.astype(np.float64)),
+                 (a[:, ::2], b[::2]), (a, a.T)):
+        assert np.array_equal(_cblas.matmul(x, y), np.matmul(x, y))
+
+
+def test_the_product_lets_other_threads_run():
+    """A product of 288 values over a million rows, which np.matmul computes holding the GIL:
+    another thread runs while it runs. With a long switch interval no thread takes the GIL from
+    another: the counting thread counts only if the product lets go of it."""
+    generator = np.random.default_rng(1)
+    a = generator.random((1_000_000, 9), np.float32).T
+    b = generator.random((1_000_000, 32), np.float32)
+    started, stop, count = threading.Event(), [], [0]
+    assert _cblas._function() is not None  # (its probes run first: they let go of the GIL too)
+
+    def counting() -> None:
+        started.wait()
+        while not stop:
+            count[0] += 1
+
+    interval = sys.getswitchinterval()
+    thread = threading.Thread(target=counting)
+    sys.setswitchinterval(0.2)
+    try:
+        thread.start()
+        with threadpool_limits(1, "blas"):
+            started.set()
+            before = count[0]
+            _cblas.matmul(a, b)
+            during = count[0] - before
+        stop.append(1)
+        thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert during > 0
