@@ -78,6 +78,8 @@ def begin(optimizer: Any, final: list) -> Ahead | None:
         return None
     names = tuple([name for name, _ in optimizer.params])
     params = [p for _, p in optimizer.params]
+    if optimizer._flat_moments.names != names:  # (the last step's were not all of them)
+        return None
     flat = _optimizers()._FlatMoments.of(optimizer, names, [p._data for p in params])
     if flat is None or len({p.dtype for p in params}) != 1:
         return None
@@ -143,7 +145,7 @@ def _places(flat: Any, params: list, final: list) -> tuple[list[int], list[tuple
     held = getattr(flat, "ahead_places", None)
     if held is not None and held[0] is final and held[1] == [id(p) for p in params]:
         return held[2], held[3]
-    wanted = {id(p) for p in final}
+    wanted = {id(p) for p in final}  # (a frozen one, or one another optimizer trains: not here)
     places = [k for k, p in enumerate(params) if id(p) in wanted]
     starts = np.concatenate([[0], np.cumsum(flat.sizes)]).tolist()
     runs: list[list[int]] = []
@@ -153,7 +155,7 @@ def _places(flat: Any, params: list, final: list) -> tuple[list[int], list[tuple
         else:
             runs.append([starts[k], starts[k + 1]])
     found = [(a, b) for a, b in runs]
-    if len(places) != len(wanted) or sum(b - a for a, b in found) < MIN_VALUES:
+    if sum(b - a for a, b in found) < MIN_VALUES:
         found = []
     flat.ahead_places = (final, [id(p) for p in params], places, found)
     return places, found

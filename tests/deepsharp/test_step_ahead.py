@@ -35,7 +35,7 @@ def _data(kind: str, n: int = 48):
 
 
 def _train(kind: str, monkeypatch, ahead: bool = True, optimizer=None, epochs: int = 3,
-           batch_size: int = 12):
+           batch_size: int = 12, frozen: str | None = None):
     """(the network, its optimizer, the history, steps begun ahead and taken) after training
     inside data_parallel(2, split="kernels"), with steps begun ahead or not."""
     monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)  # small networks: begin every step ahead
@@ -47,6 +47,8 @@ def _train(kind: str, monkeypatch, ahead: bool = True, optimizer=None, epochs: i
         lambda done: taken.append(done) or done)(commit(*a)))
     make, shape = NETWORKS[kind]
     network = make().lower(shape, RandomStream(0))
+    if frozen is not None:
+        dict(network.named_parameters())[frozen].requires_grad = False
     optimizer = optimizer or Adam(1e-2)
     x, y = _data(kind)
     with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"):
@@ -81,6 +83,17 @@ def test_steps_begun_ahead_train_the_numbers_of_steps_taken_at_once(kind, monkey
     _same(_state(network, optimizer), _state(plain, plain_optimizer))
     assert [{k: v for k, v in e.items() if k != "seconds"} for e in history] == [
         {k: v for k, v in e.items() if k != "seconds"} for e in plain_history]
+
+
+def test_a_frozen_parameter_among_the_final_ones_is_left_out(monkeypatch):
+    """A later layer's frozen weight (a constant of the plan, no optimizer's): the others' steps
+    are begun ahead all the same, with the numbers of steps taken at once."""
+    name = [n for n, _ in NETWORKS["mlp"][0]().lower(NETWORKS["mlp"][1], RandomStream(0))
+            .named_parameters()][2]  # the second dense layer's weight
+    network, optimizer, _, _, taken = _train("mlp", monkeypatch, frozen=name)
+    plain, plain_optimizer, *_ = _train("mlp", monkeypatch, ahead=False, frozen=name)
+    assert taken == [True] * 9
+    _same(_state(network, optimizer), _state(plain, plain_optimizer))
 
 
 def test_the_part_runs_on_the_worker_while_the_first_layer_runs_back(monkeypatch):
