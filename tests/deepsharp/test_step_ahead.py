@@ -14,6 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from deepsharp import Adam, AdamW, CrossEntropy, RandomStream, Sequential, Shape, _cblas
 from deepsharp import step_ahead
+from deepsharp.compiled import available, compiled
 from deepsharp.errors import OpError
 from deepsharp.parallel import data_parallel
 from deepsharp.tensors.ops import two_threads
@@ -35,7 +36,7 @@ def _data(kind: str, n: int = 48):
 
 
 def _train(kind: str, monkeypatch, ahead: bool = True, optimizer=None, epochs: int = 3,
-           batch_size: int = 12, frozen: str | None = None):
+           batch_size: int = 12, frozen: str | None = None, numba: bool = False):
     """(the network, its optimizer, the history, steps begun ahead and taken) after training
     inside data_parallel(2, split="kernels"), with steps begun ahead or not."""
     monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)  # small networks: begin every step ahead
@@ -51,7 +52,7 @@ def _train(kind: str, monkeypatch, ahead: bool = True, optimizer=None, epochs: i
         dict(network.named_parameters())[frozen].requires_grad = False
     optimizer = optimizer or Adam(1e-2)
     x, y = _data(kind)
-    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"):
+    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), compiled(numba):
         history = network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer,
                               batch_size=batch_size, epochs=epochs, seed=3, progress=False)
     monkeypatch.undo()
@@ -70,14 +71,17 @@ def _same(first: dict, second: dict) -> None:
         assert np.array_equal(value, second[name]), name
 
 
+@pytest.mark.parametrize("numba", [False, True])
 @pytest.mark.parametrize("kind", sorted(NETWORKS))
-def test_steps_begun_ahead_train_the_numbers_of_steps_taken_at_once(kind, monkeypatch):
+def test_steps_begun_ahead_train_the_numbers_of_steps_taken_at_once(kind, numba, monkeypatch):
     """Inside data_parallel(2, split="kernels") every replayed batch begins its step on the worker
     while the first layer's backward runs, and the step finishes it: weights, Adam's moments and
     step counts, and the history, bit for bit those of the same training with no step begun
-    ahead (the same splits otherwise: any BLAS)."""
-    network, optimizer, history, begun, taken = _train(kind, monkeypatch)
-    plain, plain_optimizer, plain_history, _, plain_taken = _train(kind, monkeypatch, ahead=False)
+    ahead (the same splits otherwise: any BLAS), with numpy's passes or the compiled kernels."""
+    assert not numba or available()
+    network, optimizer, history, begun, taken = _train(kind, monkeypatch, numba=numba)
+    plain, plain_optimizer, plain_history, _, plain_taken = _train(kind, monkeypatch, ahead=False,
+                                                                   numba=numba)
     # 4 batches an epoch, the first of each epoch recorded through the tape
     assert begun == 9 and taken == [True] * 9 and plain_taken == []
     _same(_state(network, optimizer), _state(plain, plain_optimizer))
