@@ -48,20 +48,32 @@ class Ahead:
     places it covers (runs of [start, stop)), the final parameters' places among the names and
     the gradients they had, and the constants it ran with."""
 
-    __slots__ = ("deferred", "flat", "names", "runs", "places", "grads", "constants")
+    __slots__ = ("deferred", "flat", "names", "runs", "places", "grads", "constants", "kept")
 
-    def __init__(self, deferred: Deferred, flat: Any, names: tuple, runs: list, places: list,
-                 grads: list, constants: tuple) -> None:
-        self.deferred, self.flat, self.names, self.runs = deferred, flat, names, runs
+    def __init__(self, flat: Any, names: tuple, runs: list, places: list, grads: list,
+                 constants: tuple) -> None:
+        self.flat, self.names, self.runs = flat, names, runs
         self.places, self.grads, self.constants = places, grads, constants
+        self.kept = False  # the part has kept the moments it updates (set on the worker)
+        self.deferred: Deferred | None = None
 
     def settle(self) -> bool:
-        """Whether the part ran (waiting for the worker if it has it; False: it never will)."""
-        return self.deferred.settled()
+        """Whether the part ran (waiting for the worker if it has it; False: it never will). If
+        it failed, the moments are put back and its error raised."""
+        try:
+            return self.deferred.settled()
+        except BaseException:
+            _restore(self)
+            raise
 
     def drop(self) -> None:
-        """The step is not taken: the moments the part updated put back."""
-        if self.settle():
+        """The step is not taken: the moments the part updated put back (an error of the part
+        is dropped with it)."""
+        try:
+            ran = self.settle()
+        except Exception:  # (put back already)
+            return
+        if ran:
             _restore(self)
 
 
@@ -90,18 +102,21 @@ def begin(optimizer: Any, final: list) -> Ahead | None:
     views = [flat.grad_views[k] for k in places]
     t = float(optimizer.state[names[0]]["step"]) + 1
     saved = _saved_moments(flat)
+    ahead = Ahead(flat, names, runs, places, grads, _constants(optimizer, t))
 
     def part() -> None:  # on the worker: final gradients in, the moments kept, then updated
         for start, stop in runs:
             np.copyto(saved[0][start:stop], flat.exp_avg[start:stop])
             np.copyto(saved[1][start:stop], flat.exp_avg_sq[start:stop])
+        ahead.kept = True
         for grad, view in zip(grads, views):
             if grad is not view:
                 view[...] = grad
         for start, stop in runs:
             _update(optimizer, flat, slice(start, stop), t)
 
-    return Ahead(defer(part), flat, names, runs, places, grads, _constants(optimizer, t))
+    ahead.deferred = defer(part)
+    return ahead
 
 
 def commit(optimizer: Any, ahead: Ahead, live: list) -> bool:
@@ -162,6 +177,9 @@ def _places(flat: Any, params: list, final: list) -> tuple[list[int], list[tuple
 
 
 def _restore(ahead: Ahead) -> None:
+    """The moments the part updated put back (those it kept: none if it failed before)."""
+    if not ahead.kept:
+        return
     flat, saved = ahead.flat, _saved_moments(ahead.flat)
     for start, stop in ahead.runs:
         np.copyto(flat.exp_avg[start:stop], saved[0][start:stop])

@@ -150,6 +150,39 @@ def test_a_failed_backward_pass_leaves_the_optimizer_as_it_was(monkeypatch):
     _same(_state(network, optimizer), before[-1])
 
 
+def test_a_part_that_fails_on_the_worker_fails_the_step_and_changes_nothing(monkeypatch):
+    """An error in the part (raised on the worker while it updates its places) is the step's
+    error, raised by fit, and the moments it had updated are put back: the state is that of
+    before the batch."""
+    monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)
+    make, shape = NETWORKS["mlp"]
+    network = make().lower(shape, RandomStream(0))
+    optimizer, before = Adam(1e-2), []
+    zero_grad = optimizer.zero_grad
+    optimizer.zero_grad = lambda: (zero_grad(), before.append(_state(network, optimizer)))
+    update, calls = step_ahead._update, []
+
+    def failing(*args):
+        if threading.current_thread().name == "deepsharp-parallel":
+            calls.append(1)
+            if len(calls) == 4:  # its second run (the first updated): those moments put back
+                raise FloatingPointError("overflow in the part")
+        update(*args)
+
+    monkeypatch.setattr(step_ahead, "_update", failing)
+    def two_runs(flat, params, final):  # the later layers' places in two runs
+        ends = np.cumsum(flat.sizes).tolist()
+        return [2, 3, 4, 5], [(ends[1], ends[3]), (ends[3], ends[5])]
+
+    monkeypatch.setattr(step_ahead, "_places", two_runs)
+    x, y = _data("mlp")
+    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
+            pytest.raises(FloatingPointError, match="overflow in the part"):
+        network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=12, epochs=2,
+                    seed=3, progress=False)
+    _same(_state(network, optimizer), before[-1])
+
+
 def test_a_step_whose_rate_changed_after_its_part_began_runs_as_usual(monkeypatch):
     """A rate set between the backward pass and the step (here by a wrapper of step): the part's
     moments are put back and the step runs with the new rate, as it does with no step begun."""
