@@ -80,11 +80,18 @@ def test_gelu_kernel_is_bit_identical_to_numpy():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("channels", [2, 24])  # 24: the Winograd path's candidates
-def test_max_pool_routing_kernel_is_bit_identical_to_numpy(channels):
+def test_max_pool_routing_kernel_is_bit_identical_to_numpy(channels, split, monkeypatch):
     """Random values, a constant image (every candidate tied) and an image with a NaN (windows
     whose largest value is NaN) under an infinite gradient: the same routes, the same signed
-    zeros, the same NaNs."""
+    zeros, the same NaNs; also routed in row ranges (split: one Winograd run an image, and
+    inside data_parallel(2, split="kernels") the direct path's two halves at once)."""
+    from deepsharp.parallel import data_parallel
+    from deepsharp.tensors.ops import winograd
+
+    if split:
+        monkeypatch.setattr(winograd, "CHUNK_TILES", 4)
     generator = np.random.default_rng(4)
     w = generator.standard_normal((3, 3, channels, 5)).astype(np.float32)
     b = generator.standard_normal(5).astype(np.float32)
@@ -97,7 +104,7 @@ def test_max_pool_routing_kernel_is_bit_identical_to_numpy(channels):
         results = []
         for on in (True, False):
             tensors = [Tensor(a, requires_grad=True) for a in (x, w, b)]
-            with compiled(on):
+            with compiled(on), data_parallel(2 if split else 1, split="kernels"):
                 y = apply("conv_relu_max_pool", *tensors, pads=(0, 0, 0, 0), pool=(2, 2))
                 (y * Tensor(grad)).sum().backward()
             results.append([t.grad for t in tensors])

@@ -106,24 +106,23 @@ class ConvReluMaxPool:
         g = np.empty(grad2d.shape, grad2d.dtype)
         routed = np.empty_like(products)
 
+        compiled = kernel("route_to_first_max")
+
         def route(r: slice) -> None:  # rows r of g and routed
             # relu's rule: a gradient only where the pooled value (bias added) is above zero
             np.multiply(grad2d[r], pre[r] > 0, out=g[r])
             # max_pool's rule: to the first largest candidate of each window, in row-major order
-            _route_to_first_max(products[:, r], best[r], g[r], routed[:, r])
+            if compiled is not None:  # the same selection in one pass (deepsharp.compiled)
+                compiled(products[:, r], best[r], g[r], routed[:, r])
+            else:
+                _route_to_first_max(products[:, r], best[r], g[r], routed[:, r])
 
-        compiled = kernel("route_to_first_max")
-        if compiled is not None:  # the same selection in one pass (deepsharp.compiled)
-            np.multiply(grad2d, pre > 0, out=g)
-            compiled(products, best, g, routed)
-            route = None
         if isinstance(cols, tuple):  # the Winograd path's (v, u, tiles)
             # each run's rows routed just before the run reads them, by the thread running it
             gx, gw = winograd.backward(routed, cols, padded, w.shape, needs_input_grad(0), route)
             gx = None if gx is None else crop_places(gx, pads)
         else:
-            if route is not None:  # row by row: two halves at once under in_halves
-                in_halves(route, len(best))
+            in_halves(route, len(best))  # row by row: two halves at once under in_halves
             idle_point()  # one product on the caller: the worker may take deferred work
             flat = routed.reshape(-1, out_channels)
             # (numpy's product, without the GIL however small the result: _cblas)
