@@ -121,15 +121,17 @@ def gelu_grad_finish(x, cdf, g, b):
 
 
 @njit(**_JIT)
-def route_to_first_max(products, best, g, routed):
-    """`conv_relu_max_pool`'s backward routing: routed[p] = g where candidate p is the first
-    (in p order) to equal the window's largest value, else g * 0 (numpy's g * False). The loop
-    over channels is innermost and branch-free, so it vectorises."""
+def route_to_first_max(products, best, g, routed, start, stop):
+    """`conv_relu_max_pool`'s backward routing of the rows start..stop: routed[p] = g where
+    candidate p is the first (in p order) to equal the window's largest value, else g * 0
+    (numpy's g * False). The loop over channels is innermost and branch-free, so it vectorises
+    (the whole arrays are passed, contiguous, and the rows picked here: a view of some rows
+    would be typed as strided and not vectorised)."""
     count, rows, channels = products.shape
     zero = g.dtype.type(0)
     one = g.dtype.type(1)
     free = np.empty(channels, np.bool_)
-    for m in range(rows):
+    for m in range(start, stop):
         free[:] = True
         for p in range(count):
             for o in range(channels):

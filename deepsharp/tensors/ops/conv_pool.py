@@ -113,7 +113,7 @@ class ConvReluMaxPool:
             np.multiply(grad2d[r], pre[r] > 0, out=g[r])
             # max_pool's rule: to the first largest candidate of each window, in row-major order
             if compiled is not None:  # the same selection in one pass (deepsharp.compiled)
-                compiled(products[:, r], best[r], g[r], routed[:, r])
+                compiled(products, best, g, routed, r.start, r.stop)
             else:
                 _route_to_first_max(products[:, r], best[r], g[r], routed[:, r])
 
