@@ -13,7 +13,6 @@ uses a matrix-vector routine for a single row, so the kernels run only on two ro
 
 from __future__ import annotations
 
-import ctypes
 import functools
 
 import numpy as np
@@ -21,11 +20,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-# numpy's wheels bundle OpenBLAS with 64-bit integers, its symbols ending in 64_ (numpy 2.x's
-# scipy-openblas with a scipy_ prefix, numpy 1.26's without).
-_SYMBOLS = ("scipy_cblas_sgemm64_", "cblas_sgemm64_")
-_MODULES = ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath")
-_ROW_MAJOR, _NO_TRANS = 101, 111
+from deepsharp._cblas import NO_TRANS as _NO_TRANS, ROW_MAJOR as _ROW_MAJOR, find as _find
 
 
 @intrinsic
@@ -77,20 +72,3 @@ def address() -> int:
         if not np.array_equal(out, a @ b):
             return 0
     return function
-
-
-def _find() -> int:
-    """cblas_sgemm's address in the BLAS numpy's extension module links (dlsym searches the
-    libraries it loaded), or 0."""
-    import importlib
-
-    for module in _MODULES:
-        try:
-            library = ctypes.CDLL(importlib.import_module(module).__file__)
-        except (ImportError, OSError):
-            continue
-        for symbol in _SYMBOLS:
-            found = getattr(library, symbol, None)
-            if found is not None:
-                return ctypes.cast(found, ctypes.c_void_p).value or 0
-    return 0
