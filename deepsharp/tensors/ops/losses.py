@@ -61,11 +61,13 @@ class CrossEntropyIdsLoss:
     """mean over rows of -log_softmax(z)[id]; ids (int64) have z's shape without the last axis."""
 
     def forward(z, ids):
-        shifted = z - z.max(axis=-1, keepdims=True)
+        # (the reductions z.max and e.sum call, without their Python frames: the same numbers)
+        shifted = z - np.maximum.reduce(z, axis=-1, keepdims=True)
         e = np.exp(shifted)
-        total = e.sum(axis=-1, keepdims=True)
-        log_p = shifted - np.log(total)
-        picked = _picked(log_p, ids)
+        total = np.add.reduce(e, axis=-1, keepdims=True)
+        # log_softmax at each id only: shifted[id] - log(total), as (shifted - log(total))[id]
+        log_total = np.log(total)
+        picked = _picked(shifted, ids) - (log_total[:, 0] if z.ndim == 2 else log_total)
         # the backward's softmax is e / total (`_softmax`'s arithmetic on the same values)
         return np.asarray(-picked.mean(), dtype=z.dtype), (e, total)
 
@@ -79,11 +81,15 @@ class CrossEntropyIdsLoss:
         else:
             np.put_along_axis(p, ids[..., None], np.take_along_axis(p, ids[..., None], -1) - 1,
                               -1)
+        if grad.dtype == p.dtype == z.dtype:  # (grad * p / rows in p's place: the same numbers)
+            np.multiply(grad, p, out=p)
+            np.true_divide(p, rows, out=p)
+            return p, None
         return (grad * p / rows).astype(z.dtype), None
 
 
 def _picked(log_p: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """log_p at each row's id."""
+    """log_p at each row's id ((rows,) for 2-D log_p, else its shape with a last axis of 1)."""
     if log_p.ndim == 2:
         return log_p[np.arange(len(log_p)), ids]
     return np.take_along_axis(log_p, ids[..., None], axis=-1)
