@@ -242,8 +242,8 @@ class Adam(Optimizer):
                 p._data *= np.asarray(1 - self.lr * self.weight_decay, dt)
         elif self.weight_decay:
             g = g + np.asarray(self.weight_decay, dt) * flat.gather([p._data for _, p in live])
-        for name in names:
-            self.state[name]["step"] += 1
+        for name in names:  # (the count's value in place: `+= 1` on a 0-d array costs 10x more)
+            self.state[name]["step"][()] += 1
         t = float(self.state[names[0]]["step"])
         m, v, work = flat.exp_avg, flat.exp_avg_sq, flat.work
         compiled = kernel("adam_flat")
