@@ -61,25 +61,37 @@ class _Rule:
         self.shapes, self.dtypes = record.shapes, record.dtypes
 
 
+# Loss primitives whose saved state holds their loss's output activation in parts made exactly as
+# the loss's `output` makes them (cross_entropy_ids_loss saves e = exp(z - max z) and its row sums,
+# `_softmax`'s arithmetic on the same logits): a metric's answers from them, without a second
+# softmax over the logits (tests/deepsharp/test_fit_lean.py holds them to `output` bit for bit).
+_ANSWERS = {"cross_entropy_ids_loss": lambda saved: saved[0] / saved[1]}
+
+
 class Plan:
     """A recorded pass: its rules (parents first), where the logits are, the target it takes."""
 
-    __slots__ = ("rules", "logits", "logits_shape", "target")
+    __slots__ = ("rules", "logits", "logits_shape", "target", "answers")
 
     def __init__(self, rules: list[_Rule], logits: tuple[int, int], logits_shape: tuple,
                  target: tuple) -> None:
         self.rules, self.logits, self.logits_shape, self.target = rules, logits, logits_shape, target
+        loss = rules[-1]  # (the loss of the logits themselves, not of a result made from them)
+        self.answers = _ANSWERS.get(loss.op) if loss.sources[0] == (RESULT, logits) else None
 
     def takes(self, target: np.ndarray) -> bool:
         return (target.shape, target.dtype) == self.target
 
-    def replay(self, x: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray]:
+    def replay(self, x: np.ndarray, target: np.ndarray
+               ) -> tuple[float, np.ndarray, np.ndarray | None]:
         """The pass on a new batch: forward, then backward into the parameters' gradients (as
-        `backward` leaves them); (the loss, the logits)."""
+        `backward` leaves them); (the loss, the logits, the loss's output activation of the
+        logits when its rule saved it, else None)."""
         outs, saved, args = _forward(self.rules, x, target)
         loss = outs[-1][0]
         _backward(self.rules, saved, args, np.ones_like(loss))
-        return float(loss), outs[self.logits[0]][self.logits[1]]
+        answers = self.answers(saved[-1]) if self.answers is not None else None
+        return float(loss), outs[self.logits[0]][self.logits[1]], answers
 
 
 class Plans:
@@ -239,7 +251,8 @@ def lean_pass(run: Any, batch: Any, plans: Plans | None) -> tuple[float, tuple] 
     calls and numbers but none of their generality: one output whose loss weighs 1, no sample or
     class weights, one thread (forward_backward's own test); a pass `plans` holds runs as its
     replay, and the first of its shape is recorded. None when the batch is not the usual one
-    (then the general path runs)."""
+    (then the general path runs). Its payload is `_loss_of`'s, and the loss's output activation
+    (`answers`, by output) when the replay has it, else None."""
     objective = run.objective
     if (plans is None or run.class_weight is not None or batch.w is not None
             or not one_thread()):
@@ -254,8 +267,9 @@ def lean_pass(run: Any, batch: Any, plans: Plans | None) -> tuple[float, tuple] 
         run.module.check_input(x)
         target = prepare(loss, y, plan.logits_shape, where)
         if plan.takes(target):
-            number, z = plan.replay(x._data, target)
-            return number, ({"": z}, {"": target}, {"": number})
+            number, z, answers = plan.replay(x._data, target)
+            return number, ({"": z}, {"": target}, {"": number},
+                            None if answers is None else {"": answers})
     inputs = tensors(batch.x)
     z = call(run.module, inputs, loss)
     target = prepare(loss, y, tuple(z.shape), where)
@@ -264,7 +278,7 @@ def lean_pass(run: Any, batch: Any, plans: Plans | None) -> tuple[float, tuple] 
     if key is not None:
         plans.record(key, inputs[0], z, target, value)
     value.backward()
-    return float(value._data), ({"": z._data}, {"": target}, {"": part})
+    return float(value._data), ({"": z._data}, {"": target}, {"": part}, None)
 
 
 def plans_for(run: Any) -> Plans | None:

@@ -168,11 +168,15 @@ class _Epoch:
         self.sums: dict[str, float] = {}
         self.metrics = objective.fresh_metrics()
 
-    def add(self, rows: int, parts: dict[str, float], outputs: dict, targets: dict) -> None:
+    def add(self, rows: int, parts: dict[str, float], outputs: dict, targets: dict,
+            answers: dict | None = None) -> None:
+        """One batch's losses and metrics; `answers` (each output's loss's output activation of
+        `outputs`) when the pass made them already."""
         self.count += rows
         for k, v in parts.items():
             self.sums[k] = self.sums.get(k, 0.0) + v * rows
-        answers = {o.name: o.loss.output(outputs[o.name]) for o in self.objective.trained}
+        if answers is None:
+            answers = {o.name: o.loss.output(outputs[o.name]) for o in self.objective.trained}
         self.objective.update_metrics(self.metrics, answers, targets)
 
     @property
@@ -233,12 +237,16 @@ def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
         rows = batch.rows
         with running(run.stream, step):  # forward and backward: two threads in data_parallel(2)
             lean = lean_pass(run, batch, plans)
-            number, (outputs, targets, parts) = lean if lean is not None else forward_backward(
-                module, lambda share: _loss_of(run, _rows_of(batch, share)), rows)
+            if lean is not None:
+                number, (outputs, targets, parts, answers) = lean
+            else:
+                number, (outputs, targets, parts) = forward_backward(
+                    module, lambda share: _loss_of(run, _rows_of(batch, share)), rows)
+                answers = None
         if not math.isfinite(number):
             raise TrainingError(f"fit: the loss became {number} at epoch {epoch + 1}, "
                                 f"{batch.where}; lower the learning rate or check the inputs")
-        totals.add(rows, parts, outputs, targets)
+        totals.add(rows, parts, outputs, targets, answers)
         optimizer.step()
         step += 1
         if progress.showing:
