@@ -30,6 +30,7 @@ from deepsharp.feeding import (
 )
 from deepsharp.losses import Loss
 from deepsharp.memory import keep_freed_memory
+from deepsharp.metrics import Accuracy, TopKAccuracy
 from deepsharp.module import Module
 from deepsharp.objective import Objective
 from deepsharp.optimizers import Optimizer
@@ -159,6 +160,16 @@ def _check_arrays(module: Module, source: ArraySource, objective: Objective, wha
         _targets(objective, batch, outputs, what, class_weight)
 
 
+# Metrics whose update only counts (it cannot fail on the rows `rows_of` makes of answers the
+# loss's checks let through, and does nothing else): an epoch updates them for a run of batches at
+# once, the same updates in the same order on the same arrays, so that their code stays in the
+# cache (a batch's own update ran with it evicted by the step's arrays: 0.09 ms a batch of the MLP
+# benchmark, against 0.02-0.03 in a run). Their results are read only at the epoch's end; any
+# other metric (a user's) is updated after each batch.
+_COUNTING = (Accuracy, TopKAccuracy)
+HELD_BYTES = 1 << 20  # the answers and targets held for them at most
+
+
 class _Epoch:
     """Running sums of one epoch's losses, weighted by batch size, and its metrics."""
 
@@ -167,6 +178,10 @@ class _Epoch:
         self.count = 0
         self.sums: dict[str, float] = {}
         self.metrics = objective.fresh_metrics()
+        found = [type(m) for ms in self.metrics.values() for m in ms]
+        self.later = bool(found) and all(kind in _COUNTING for kind in found)
+        self.held: list[tuple[dict, dict]] = []
+        self.held_bytes = 0
 
     def add(self, rows: int, parts: dict[str, float], outputs: dict, targets: dict,
             answers: dict | None = None) -> None:
@@ -177,13 +192,27 @@ class _Epoch:
             self.sums[k] = self.sums.get(k, 0.0) + v * rows
         if answers is None:
             answers = {o.name: o.loss.output(outputs[o.name]) for o in self.objective.trained}
-        self.objective.update_metrics(self.metrics, answers, targets)
+        if not self.later:
+            self.objective.update_metrics(self.metrics, answers, targets)
+            return
+        self.held.append((answers, targets))
+        self.held_bytes += sum([a.nbytes for a in answers.values()]) + sum(
+            [t.nbytes for t in targets.values()])
+        if self.held_bytes >= HELD_BYTES:
+            self._update()
+
+    def _update(self) -> None:
+        """The held batches' metric updates, in their order."""
+        for answers, targets in self.held:
+            self.objective.update_metrics(self.metrics, answers, targets)
+        self.held, self.held_bytes = [], 0
 
     @property
     def loss(self) -> float:
         return self.objective.logs({k: v / self.count for k, v in self.sums.items()})["loss"]
 
     def logs(self, prefix: str = "") -> dict[str, float]:
+        self._update()
         means = {k: v / self.count for k, v in self.sums.items()}
         logs = {**self.objective.logs(means), **self.objective.metric_logs(self.metrics)}
         return {prefix + k: v for k, v in logs.items()}

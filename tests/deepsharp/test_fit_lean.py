@@ -258,3 +258,32 @@ def test_the_replays_answers_are_the_losss_output_of_its_logits_bit_for_bit(monk
         expected = CrossEntropy().output(logits)
         assert answers.shape == expected.shape and answers.dtype == expected.dtype
         assert answers.tobytes() == expected.tobytes()
+
+
+def test_a_parameter_added_between_batches_turns_the_replay_off(monkeypatch):
+    """The replay's check compares every module's tables of parameters and children with what
+    they held when the epoch began: a parameter added to a layer mid-epoch (so that
+    named_parameters gives one more) sends the later batches to the tape."""
+    from deepsharp.module import Parameter
+
+    replays, replay = [], Plan.replay
+
+    def counted(*args):
+        replays.append(1)
+        return replay(*args)
+
+    monkeypatch.setattr(Plan, "replay", counted)
+    network = _network("dense")
+    x, y = _data(64)
+    x = x.astype(np.float32)
+    layer = dict(network.named_modules())["0"]
+
+    def batches():
+        for i in range(4):
+            if i == 2:
+                layer.extra = Parameter(np.zeros(3, np.float32))
+            yield x[16 * i:16 * (i + 1)], y[16 * i:16 * (i + 1)]
+
+    network.fit(batches(), loss=CrossEntropy(), optimizer=Adam(1e-2), steps_per_epoch=4,
+                progress=False)
+    assert len(replays) == 1  # batch 2 only: batch 1 recorded the plan, 3 and 4 took the tape
