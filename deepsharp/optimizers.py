@@ -228,9 +228,9 @@ class Adam(Optimizer):
         """`update`'s arithmetic, operation for operation (so bit-identical), over the moments of
         every parameter held in one flat buffer each (the state's arrays are views of them): one
         numpy call per operation instead of one per operation and parameter."""
-        if len(live) < 2 or len({p.dtype for _, p in live}) != 1:
+        if len(live) < 2 or len({p._data.dtype for _, p in live}) != 1:  # (not the property)
             return False
-        dt = live[0][1].dtype
+        dt = live[0][1]._data.dtype
         names = tuple([name for name, _ in live])
         flat = _FlatMoments.of(self, names, [p._data for _, p in live])
         if flat is None:

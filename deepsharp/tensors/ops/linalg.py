@@ -17,7 +17,7 @@ SPLIT_PRODUCT = 1 << 22  # multiplies: a smaller input gradient is not worth a h
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
-    return a.reshape(-1, a.shape[-1])
+    return a if a.ndim == 2 else a.reshape(-1, a.shape[-1])  # (a matrix is its own rows)
 
 
 @primitive("matmul")
