@@ -89,7 +89,7 @@ class Plan:
         logits when its rule saved it, else None)."""
         outs, saved, args = _forward(self.rules, x, target)
         loss = outs[-1][0]
-        _backward(self.rules, saved, args, np.ones_like(loss))
+        _backward(self.rules, saved, args, np.ones(loss.shape, loss.dtype))  # (ones_like's)
         answers = self.answers(saved[-1]) if self.answers is not None else None
         return float(loss), outs[self.logits[0]][self.logits[1]], answers
 

@@ -165,7 +165,8 @@ def _check_arrays(module: Module, source: ArraySource, objective: Objective, wha
 # once, the same updates in the same order on the same arrays, so that their code stays in the
 # cache (a batch's own update ran with it evicted by the step's arrays: 0.09 ms a batch of the MLP
 # benchmark, against 0.02-0.03 in a run). Their results are read only at the epoch's end; any
-# other metric (a user's) is updated after each batch.
+# other metric (a user's) is updated after each batch. Only the library's losses: their answers
+# are new arrays each batch and their prepared targets copies, so nothing held is written since.
 _COUNTING = (Accuracy, TopKAccuracy)
 HELD_BYTES = 1 << 20  # the answers and targets held for them at most
 
@@ -179,7 +180,9 @@ class _Epoch:
         self.sums: dict[str, float] = {}
         self.metrics = objective.fresh_metrics()
         found = [type(m) for ms in self.metrics.values() for m in ms]
-        self.later = bool(found) and all(kind in _COUNTING for kind in found)
+        self.later = (bool(found) and all(kind in _COUNTING for kind in found)
+                      and all(type(o.loss).__module__ == Loss.__module__
+                              for o in objective.trained))
         self.held: list[tuple[dict, dict]] = []
         self.held_bytes = 0
 

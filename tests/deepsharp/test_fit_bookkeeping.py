@@ -18,7 +18,7 @@ def _fit(metrics, loss=None, y=None, epochs: int = 2, **options):
     generator = np.random.default_rng(5)
     x = generator.standard_normal((90, 6)).astype(np.float32)
     y = generator.integers(0, 4, 90) if y is None else y
-    width = 4 if loss is None else y.shape[-1]
+    width = y.shape[-1] if y.ndim == 2 else 4  # (0/1 answers per label, or one of 4 classes)
     network = (Sequential().dense(8).relu().dense(width)
                .lower(Shape(6), RandomStream(0)))
     history = network.fit(x, y, loss=loss or CrossEntropy(), optimizer=Adam(1e-2),
@@ -106,3 +106,20 @@ def test_the_structures_fast_paths_are_leaves(value):
     assert parts == [("seen", id(a)) for _, a in leaves(value)]
     if isinstance(value, (tuple, dict)):
         assert type(mapped) is type(value)
+
+
+class _MyCrossEntropy(CrossEntropy):
+    """A user's loss (its `output` may hand back an array it reuses)."""
+
+
+@pytest.mark.parametrize("loss, held", [(CrossEntropy(), True), (_MyCrossEntropy(), False)])
+def test_only_the_librarys_losses_have_their_answers_held(monkeypatch, loss, held):
+    sizes, real = [], training._Epoch._update
+
+    def seen(self):
+        sizes.append(len(self.held))
+        return real(self)
+
+    monkeypatch.setattr(training._Epoch, "_update", seen)
+    _fit([Accuracy()], loss=loss, y=np.random.default_rng(7).integers(0, 4, 90), epochs=1)
+    assert (max(sizes) > 1) is held
