@@ -145,10 +145,10 @@ def _targets(objective: Objective, batch, outputs: dict, what: str, class_weight
 
 
 def _check_arrays(module: Module, source: ArraySource, objective: Objective, what: str,
-                  class_weight, finite: bool) -> None:
+                  class_weight, finite: bool, shapes: dict | None = None) -> None:
     """Every answer (and for validation every input) checked before training starts, a chunk at a
-    time: a memmap is read, never held whole."""
-    shapes = None
+    time: a memmap is read, never held whole. `shapes`: the outputs' shapes a row, when a probe
+    of the first row has given them already."""
     for batch in source.chunks(source.chunk_rows(), inputs=finite):
         if finite:
             check_finite(batch.x, what, offset=batch.start)
@@ -391,13 +391,17 @@ def _objective(module: Module, source, val, loss: Any, loss_weights: Any, metric
     given = source.x if isinstance(source, ArraySource) else first_inputs
     check_shapes(module, given, "fit", source.what)
     lift = loss if isinstance(loss, Loss) else None
-    objective = Objective.make(probe(module, first_inputs, lift, "fit", source.what, given), loss,
-                               loss_weights, metrics)
+    first = probe(module, first_inputs, lift, "fit", source.what, given)
+    objective = Objective.make(first, loss, loss_weights, metrics)
     if class_weight is not None and objective.structure != "single":
         raise SpecError("fit: class_weight is for a module with one output (Keras' rule too); "
                         "give sample_weight per output instead")
     if isinstance(source, ArraySource):
-        _check_arrays(module, source, objective, source.what, class_weight, finite=False)
+        # (the probe of the same first row with the same loss lifted: its shapes, not a second)
+        shapes = ({n: t.shape[1:] for n, t in objective.results(first).items()}
+                  if lift is objective.single else None)
+        _check_arrays(module, source, objective, source.what, class_weight, finite=False,
+                      shapes=shapes)
     if isinstance(val, ArraySource):
         check_shapes(module, val.x, "fit", val.what)
         _check_arrays(module, val, objective, val.what, None, finite=True)
