@@ -69,7 +69,9 @@ def main(args: list[str]) -> None:
         conn.send(False)
         process.join()
     for label, found in times.items():
-        print(f"{label:40s} best {min(found):.3f}  median {statistics.median(found):.3f} ms a step")
+        tenth = sorted(found)[len(found) // 10]
+        print(f"{label:40s} best {min(found):.3f}  10th percentile {tenth:.3f}  median "
+              f"{statistics.median(found):.3f} ms a step")
     first, second, torch = (times[label] for label in labels)
     paired = statistics.median([x / y for x, y in zip(first, second)])
     print(f"B against A: bests {min(first) / min(second):.3f}, median paired {paired:.3f}")
