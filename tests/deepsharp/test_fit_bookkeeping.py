@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from deepsharp import Adam, BinaryCrossEntropy, CrossEntropy, RandomStream, Sequential, Shape
-from deepsharp import training
+from deepsharp import epoch
 from deepsharp.batches import first_leaf, leaves, map_leaves
 from deepsharp.metrics import Accuracy, Metric, TopKAccuracy
 from deepsharp.run import current_run, running
@@ -31,16 +31,16 @@ def _fit(metrics, loss=None, y=None, epochs: int = 2, **options):
 @pytest.mark.parametrize("multilabel", [False, True])
 def test_counting_metrics_held_for_a_run_give_each_batchs_history(monkeypatch, held,
                                                                   multilabel):
-    """Accuracy and top-k accuracy updated for a run of batches at once (training._COUNTING):
+    """Accuracy and top-k accuracy updated for a run of batches at once (epoch._COUNTING):
     the history is the one of updates after each batch, value for value."""
     metrics = [Accuracy()] if multilabel else [Accuracy(), TopKAccuracy(k=2)]
     options = {}
     if multilabel:
         y = (np.random.default_rng(6).random((90, 3)) > 0.5).astype(np.float32)
         options = {"loss": BinaryCrossEntropy(), "y": y}
-    monkeypatch.setattr(training, "HELD_BYTES", held)
+    monkeypatch.setattr(epoch, "HELD_BYTES", held)
     run = _fit(metrics, **options)
-    monkeypatch.setattr(training, "_COUNTING", ())
+    monkeypatch.setattr(epoch, "_COUNTING", ())
     each = _fit(metrics, **options)
     assert run == each
     assert {"accuracy", "val_accuracy"} <= set(run[0])
@@ -114,12 +114,12 @@ class _MyCrossEntropy(CrossEntropy):
 
 @pytest.mark.parametrize("loss, held", [(CrossEntropy(), True), (_MyCrossEntropy(), False)])
 def test_only_the_librarys_losses_have_their_answers_held(monkeypatch, loss, held):
-    sizes, real = [], training._Epoch._update
+    sizes, real = [], epoch.Epoch._update
 
     def seen(self):
         sizes.append(len(self.held))
         return real(self)
 
-    monkeypatch.setattr(training._Epoch, "_update", seen)
+    monkeypatch.setattr(epoch.Epoch, "_update", seen)
     _fit([Accuracy()], loss=loss, y=np.random.default_rng(7).integers(0, 4, 90), epochs=1)
     assert (max(sizes) > 1) is held
