@@ -59,10 +59,18 @@ def _is_plain(value: Any) -> bool:
 
 
 def first_leaf(value: Any) -> Any:
+    if type(value) is tuple and value:  # (fit's usual inputs: leaves' first, without its names)
+        return value[0]
     return leaves(value)[0][1]
 
 
 def map_leaves(fn, value: Any) -> Any:
+    # (an array or a plain tuple first: neither is a Mapping, and asking the ABC costs more
+    # than the rest of a batch's bookkeeping)
+    if type(value) is np.ndarray:
+        return fn(value)
+    if type(value) is tuple:
+        return tuple([fn(v) for v in value])
     if isinstance(value, Mapping):
         return {k: fn(v) for k, v in value.items()}
     if isinstance(value, tuple):

@@ -171,7 +171,10 @@ class CrossEntropy(Loss):
                 raise TargetError(f"{self.name}: class ids of shape {y.shape} do not match the "
                                   f"network's output of shape {output_shape} (ids need shape "
                                   f"{output_shape[:-1]})")
-            if y.size and (y.min() < 0 or y.max() >= classes):
+            # (y.min and y.max's own reduces, without their Python frames, compared as Python
+            # ints: exact, and a numpy scalar's comparison costs more than the reduce)
+            if y.size and (int(np.minimum.reduce(y, axis=None)) < 0
+                           or int(np.maximum.reduce(y, axis=None)) >= classes):
                 bad = y[(y < 0) | (y >= classes)].flat[0]
                 raise TargetError(f"{self.name}: class id {bad} is outside 0..{classes - 1}")
             return y.astype(np.int64)

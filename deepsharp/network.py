@@ -50,10 +50,11 @@ class Network(Module):
         """`channels_first` when the network takes its series and images channels-first (it
         starts with `from_channels_first()`, as a network read from such a graph does), else
         `channels_last`."""
-        from deepsharp.layers.data_format import data_format
-
         held = self.__dict__.get("_format")  # (the spec is read whole; a batch's check asks)
         if held is None or held[0] is not self.spec:
+            # (imported here, not per call: the import statement was most of a batch's check)
+            from deepsharp.layers.data_format import data_format
+
             held = (self.spec, data_format(self.spec))
             object.__setattr__(self, "_format", held)
         return held[1]

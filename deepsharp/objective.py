@@ -138,12 +138,12 @@ class Objective:
 
     def answers(self, y: Any, what: str) -> dict[str, Any]:
         """The answers given for every output that has a loss."""
-        trained = [o.name for o in self.trained]
         if self.structure == "single":
-            if isinstance(y, (Mapping, tuple)) and not isinstance(y, np.ndarray):
+            if not isinstance(y, np.ndarray) and isinstance(y, (Mapping, tuple)):  # (the ABC last)
                 raise TargetError(f"fit: {what}: the module gives one output; y must be one array, "
                                   f"received a {type(y).__name__}")
             return {"": y}
+        trained = [o.name for o in self.trained]
         if self.structure == "dict":
             if not isinstance(y, Mapping):
                 raise TargetError(f"fit: {what}: the module's outputs are named {trained}; y must "

@@ -257,9 +257,9 @@ class Adam(Optimizer):
         """`update`'s arithmetic, operation for operation (so bit-identical), over the moments of
         every parameter held in one flat buffer each (the state's arrays are views of them): one
         numpy call per operation instead of one per operation and parameter."""
-        if len(live) < 2 or len({p.dtype for _, p in live}) != 1:
+        if len(live) < 2 or len({p._data.dtype for _, p in live}) != 1:  # (not the property)
             return False
-        dt = live[0][1].dtype
+        dt = live[0][1]._data.dtype
         names = tuple([name for name, _ in live])
         flat = _FlatMoments.of(self, names, [p._data for _, p in live])
         if flat is None:
@@ -271,8 +271,8 @@ class Adam(Optimizer):
                 p._data *= np.asarray(1 - self.lr * self.weight_decay, dt)
         elif self.weight_decay:
             g = g + np.asarray(self.weight_decay, dt) * flat.gather([p._data for _, p in live])
-        for name in names:
-            self.state[name]["step"] += 1
+        for name in names:  # (the count's value in place: `+= 1` on a 0-d array costs 10x more)
+            self.state[name]["step"][()] += 1
         t = float(self.state[names[0]]["step"])
         m, v, work = flat.exp_avg, flat.exp_avg_sq, flat.work
         compiled = kernel("adam_flat")

@@ -7,7 +7,6 @@ Outside `fit`, a training-mode pass uses a per-thread fallback (seed 0, counting
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -59,11 +58,21 @@ def current_run() -> Run:
     return Run(RandomStream(0), 1_000_000_000 + next(counter))
 
 
-@contextlib.contextmanager
-def running(random: RandomStream, step: int,
-            rows: tuple[slice, int] | None = None) -> Iterator[Run]:
-    token = _run.set(Run(random, step, rows))
-    try:
-        yield _run.get()
-    finally:
-        _run.reset(token)
+class running:
+    """`with running(random, step[, rows]) as run:` the run context for the block (fit enters one
+    per batch). A class rather than a generator-made context manager: a third of the cost, which
+    fit pays every batch."""
+
+    __slots__ = ("_run", "_token")
+
+    def __init__(self, random: RandomStream, step: int,
+                 rows: tuple[slice, int] | None = None) -> None:
+        self._run = Run(random, step, rows)
+
+    def __enter__(self) -> Run:
+        self._token = _run.set(self._run)
+        return self._run
+
+    def __exit__(self, *exc: object) -> bool:
+        _run.reset(self._token)
+        return False

@@ -138,7 +138,7 @@ def commit(optimizer: Any, ahead: Ahead, live: list) -> bool:
         if k not in done and p.grad is not view:  # (the places the part left: copied in)
             view[...] = p.grad
     for name in names:
-        optimizer.state[name]["step"] += 1
+        optimizer.state[name]["step"][()] += 1  # (in place, as _flat_step counts)
     start = 0
     for run_start, run_stop in ahead.runs + [(flat.grad.size, flat.grad.size)]:
         if run_start > start:  # the places the part left: updated here

@@ -62,12 +62,19 @@ class _Rule:
         self.shapes, self.dtypes = record.shapes, record.dtypes
 
 
+# Loss primitives whose saved state holds their loss's output activation in parts made exactly as
+# the loss's `output` makes them (cross_entropy_ids_loss saves e = exp(z - max z) and its row sums,
+# `_softmax`'s arithmetic on the same logits): a metric's answers from them, without a second
+# softmax over the logits (tests/deepsharp/test_fit_lean.py holds them to `output` bit for bit).
+_ANSWERS = {"cross_entropy_ids_loss": lambda saved: saved[0] / saved[1]}
+
+
 class Plan:
     """A recorded pass: its rules (parents first), where the logits are, the target it takes,
     and the rule before whose backward every parameter but its own has its final gradient
     (`final_at`, and those parameters, `final`)."""
 
-    __slots__ = ("rules", "logits", "logits_shape", "target", "final_at", "final")
+    __slots__ = ("rules", "logits", "logits_shape", "target", "final_at", "final", "answers")
 
     def __init__(self, rules: list[_Rule], logits: tuple[int, int], logits_shape: tuple,
                  target: tuple) -> None:
@@ -79,32 +86,37 @@ class Plan:
                     first[id(source)] = (k, source)
         self.final_at = min([k for k, _ in first.values()], default=-1)
         self.final = [p for k, p in first.values() if k > self.final_at]
+        loss = rules[-1]  # (the loss of the logits themselves, not of a result made from them)
+        self.answers = _ANSWERS.get(loss.op) if loss.sources[0] == (RESULT, logits) else None
 
     def takes(self, target: np.ndarray) -> bool:
         return (target.shape, target.dtype) == self.target
 
     def replay(self, x: np.ndarray, target: np.ndarray, ahead: Any = None
-               ) -> tuple[float, np.ndarray]:
+               ) -> tuple[float, np.ndarray, np.ndarray | None]:
         """The pass on a new batch: forward, then backward into the parameters' gradients (as
-        `backward` leaves them); (the loss, the logits). `ahead`, an optimizer, if given: its
+        `backward` leaves them); (the loss, the logits, the loss's output activation of the
+        logits when its rule saved it, else None). `ahead`, an optimizer, if given: its
         `step_ahead(parameters)` is called once the gradients of those parameters are final and
         the backward pass has the first parameter's rule (and the rules before it) left to run,
         when the loss is finite (it may begin its step there), and its `drop_ahead()` if the
         backward pass then fails."""
         outs, saved, args = _forward(self.rules, x, target)
         loss = outs[-1][0]
+        seed = np.ones(loss.shape, loss.dtype)  # (ones_like's)
         if ahead is not None and (not self.final or not np.isfinite(loss).all()):
             ahead = None  # (fit refuses a loss that is not finite before any step)
         if ahead is None:
-            _backward(self.rules, saved, args, np.ones_like(loss))
+            _backward(self.rules, saved, args, seed)
         else:
             try:
-                _backward(self.rules, saved, args, np.ones_like(loss),
+                _backward(self.rules, saved, args, seed,
                           (self.final_at, lambda: ahead.step_ahead(self.final)))
             except BaseException:
                 ahead.drop_ahead()  # (no step follows a failed backward pass)
                 raise
-        return float(loss), outs[self.logits[0]][self.logits[1]]
+        answers = self.answers(saved[-1]) if self.answers is not None else None
+        return float(loss), outs[self.logits[0]][self.logits[1]], answers
 
 
 class Plans:
@@ -117,6 +129,7 @@ class Plans:
         self.module = module
         self.params = [p for _, p in module.named_parameters()]
         self.needs = [p.requires_grad for p in self.params]  # (a frozen one is a constant)
+        self.tree = _tables(module)
         self.possible = (type(module) is Network and not list(module.named_buffers())
                          and isinstance(loss, Loss) and type(loss).__module__ == Loss.__module__)
         self.fusing = modes.may_fuse()
@@ -137,10 +150,21 @@ class Plans:
     def _same_parameters(self) -> bool:
         """The module's parameters are still the very objects the plans read (a batch source may
         replace one between batches, not only write it in place), each needing its gradient as
-        when the epoch began."""
-        now = [p for _, p in self.module.named_parameters()]
-        return (len(now) == len(self.params) and all(a is b for a, b in zip(now, self.params))
-                and [p.requires_grad for p in now] == self.needs)
+        when the epoch began. `named_parameters` walks only the modules' own tables of children
+        and parameters: while every table holds the very objects it held, in the same order, the
+        walk gives the same parameters (and the same steps), so the tables are what is checked
+        (a third of the walk's cost)."""
+        for module, parameters, held, children, kids in self.tree:
+            if (module._parameters is not parameters or module._modules is not children
+                    or len(parameters) != len(held) or len(children) != len(kids)):
+                return False
+            for a, b in zip(parameters.values(), held):
+                if a is not b:
+                    return False
+            for a, b in zip(children.values(), kids):
+                if a is not b:
+                    return False
+        return [p.requires_grad for p in self.params] == self.needs
 
     def get(self, key: tuple | None) -> Plan | None:
         return None if key is None else self.found.get(key)
@@ -150,6 +174,12 @@ class Plans:
         backward) as the plan for batches of `key` when it is one; else remember it is not."""
         if key not in self.found:
             self.found[key] = _plan(x, z, target, value, {id(p) for p in self.params})
+
+
+def _tables(module: Any) -> list[tuple]:
+    """Each module of the tree with its tables of parameters and children and what they hold."""
+    return [(m, m._parameters, tuple(m._parameters.values()), m._modules,
+             tuple(m._modules.values())) for _, m in module.named_modules()]
 
 
 def _plan(x: Tensor, z: Tensor, target: np.ndarray, value: Tensor, params: set[int]
@@ -249,7 +279,8 @@ def lean_pass(run: Any, batch: Any, plans: Plans | None) -> tuple[float, tuple] 
     calls and numbers but none of their generality: one output whose loss weighs 1, no sample or
     class weights, one thread (forward_backward's own test); a pass `plans` holds runs as its
     replay, and the first of its shape is recorded. None when the batch is not the usual one
-    (then the general path runs)."""
+    (then the general path runs). Its payload is `_loss_of`'s, and the loss's output activation
+    (`answers`, by output) when the replay has it, else None."""
     objective = run.objective
     if (plans is None or run.class_weight is not None or batch.w is not None
             or not one_thread()):
@@ -261,14 +292,20 @@ def lean_pass(run: Any, batch: Any, plans: Plans | None) -> tuple[float, tuple] 
     plan = plans.get(key)
     if plan is not None:
         x = Tensor(batch.x[0])
-        run.module.check_input(x)
+        # The shape check passed for this very shape when the plan was recorded this epoch, and
+        # what else it reads (the input shape, the spec, the first step, whose object the key
+        # holds) does not change; a graph's input annotation (`input_checks`) may read values,
+        # so it runs every batch.
+        if run.module.input_checks:
+            run.module.check_input(x)
         target = prepare(loss, y, plan.logits_shape, where)
         if plan.takes(target):
             # (inside data_parallel(2, split="kernels") the optimizer may begin its step on the
             # worker while the first layer's backward runs on the caller)
             ahead = run.optimizer if splitting_kernels() else None
-            number, z = plan.replay(x._data, target, ahead)
-            return number, ({"": z}, {"": target}, {"": number})
+            number, z, answers = plan.replay(x._data, target, ahead)
+            return number, ({"": z}, {"": target}, {"": number},
+                            None if answers is None else {"": answers})
     inputs = tensors(batch.x)
     z = call(run.module, inputs, loss)
     target = prepare(loss, y, tuple(z.shape), where)
@@ -277,7 +314,7 @@ def lean_pass(run: Any, batch: Any, plans: Plans | None) -> tuple[float, tuple] 
     if key is not None:
         plans.record(key, inputs[0], z, target, value)
     value.backward()
-    return float(value._data), ({"": z._data}, {"": target}, {"": part})
+    return float(value._data), ({"": z._data}, {"": target}, {"": part}, None)
 
 
 def plans_for(run: Any) -> Plans | None:

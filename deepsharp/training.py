@@ -23,6 +23,7 @@ from deepsharp.batches import (
     is_sequence, leaves, map_leaves, take,
 )
 from deepsharp.callbacks import Callback, EarlyStopping, History
+from deepsharp.epoch import Epoch
 from deepsharp.errors import SpecError, TargetError, TrainingError
 from deepsharp.feeding import (
     call, check_class_weight, check_finite, check_shapes, class_weights, count, flag, fraction,
@@ -144,10 +145,10 @@ def _targets(objective: Objective, batch, outputs: dict, what: str, class_weight
 
 
 def _check_arrays(module: Module, source: ArraySource, objective: Objective, what: str,
-                  class_weight, finite: bool) -> None:
+                  class_weight, finite: bool, shapes: dict | None = None) -> None:
     """Every answer (and for validation every input) checked before training starts, a chunk at a
-    time: a memmap is read, never held whole."""
-    shapes = None
+    time: a memmap is read, never held whole. `shapes`: the outputs' shapes a row, when a probe
+    of the first row has given them already."""
     for batch in source.chunks(source.chunk_rows(), inputs=finite):
         if finite:
             check_finite(batch.x, what, offset=batch.start)
@@ -157,32 +158,6 @@ def _check_arrays(module: Module, source: ArraySource, objective: Objective, wha
         rows = len(leaves(batch.y)[0][1])
         outputs = {n: np.empty((rows, *s), np.float32) for n, s in shapes.items()}
         _targets(objective, batch, outputs, what, class_weight)
-
-
-class _Epoch:
-    """Running sums of one epoch's losses, weighted by batch size, and its metrics."""
-
-    def __init__(self, objective: Objective) -> None:
-        self.objective = objective
-        self.count = 0
-        self.sums: dict[str, float] = {}
-        self.metrics = objective.fresh_metrics()
-
-    def add(self, rows: int, parts: dict[str, float], outputs: dict, targets: dict) -> None:
-        self.count += rows
-        for k, v in parts.items():
-            self.sums[k] = self.sums.get(k, 0.0) + v * rows
-        answers = {o.name: o.loss.output(outputs[o.name]) for o in self.objective.trained}
-        self.objective.update_metrics(self.metrics, answers, targets)
-
-    @property
-    def loss(self) -> float:
-        return self.objective.logs({k: v / self.count for k, v in self.sums.items()})["loss"]
-
-    def logs(self, prefix: str = "") -> dict[str, float]:
-        means = {k: v / self.count for k, v in self.sums.items()}
-        logs = {**self.objective.logs(means), **self.objective.metric_logs(self.metrics)}
-        return {prefix + k: v for k, v in logs.items()}
 
 
 @dataclass
@@ -224,7 +199,7 @@ def _loss_of(run: _Run, batch: Batch) -> tuple[Tensor, tuple]:
 
 def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
     module, objective, optimizer = run.module, run.objective, run.optimizer
-    totals = _Epoch(objective)
+    totals = Epoch(objective)
     module.train()
     plans = plans_for(run)
     for batch in run.source.batches(epoch, run.stream, run.shuffle):
@@ -233,12 +208,16 @@ def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
         rows = batch.rows
         with running(run.stream, step):  # forward and backward: two threads in data_parallel(2)
             lean = lean_pass(run, batch, plans)
-            number, (outputs, targets, parts) = lean if lean is not None else forward_backward(
-                module, lambda share: _loss_of(run, _rows_of(batch, share)), rows)
+            if lean is not None:
+                number, (outputs, targets, parts, answers) = lean
+            else:
+                number, (outputs, targets, parts) = forward_backward(
+                    module, lambda share: _loss_of(run, _rows_of(batch, share)), rows)
+                answers = None
         if not math.isfinite(number):
             raise TrainingError(f"fit: the loss became {number} at epoch {epoch + 1}, "
                                 f"{batch.where}; lower the learning rate or check the inputs")
-        totals.add(rows, parts, outputs, targets)
+        totals.add(rows, parts, outputs, targets, answers)
         optimizer.step()
         step += 1
         if progress.showing:
@@ -248,7 +227,7 @@ def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
 
 
 def _validate(module: Module, source, objective: Objective) -> dict[str, float]:
-    totals = _Epoch(objective)
+    totals = Epoch(objective)
     for batch in source.chunks(EVAL_CHUNK):
         check_finite(batch.x, f"{source.what}, {batch.where}", batch.start)
         logits = _evaluate(module, batch.x, objective)
@@ -351,13 +330,17 @@ def _objective(module: Module, source, val, loss: Any, loss_weights: Any, metric
     given = source.x if isinstance(source, ArraySource) else first_inputs
     check_shapes(module, given, "fit", source.what)
     lift = loss if isinstance(loss, Loss) else None
-    objective = Objective.make(probe(module, first_inputs, lift, "fit", source.what, given), loss,
-                               loss_weights, metrics)
+    first = probe(module, first_inputs, lift, "fit", source.what, given)
+    objective = Objective.make(first, loss, loss_weights, metrics)
     if class_weight is not None and objective.structure != "single":
         raise SpecError("fit: class_weight is for a module with one output (Keras' rule too); "
                         "give sample_weight per output instead")
     if isinstance(source, ArraySource):
-        _check_arrays(module, source, objective, source.what, class_weight, finite=False)
+        # (the probe of the same first row with the same loss lifted: its shapes, not a second)
+        shapes = ({n: t.shape[1:] for n, t in objective.results(first).items()}
+                  if lift is objective.single else None)
+        _check_arrays(module, source, objective, source.what, class_weight, finite=False,
+                      shapes=shapes)
     if isinstance(val, ArraySource):
         check_shapes(module, val.x, "fit", val.what)
         _check_arrays(module, val, objective, val.what, None, finite=True)

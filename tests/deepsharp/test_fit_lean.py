@@ -227,3 +227,63 @@ def test_a_parameter_replaced_between_batches_is_the_one_replayed(monkeypatch):
     lean, general = _replacing(False, monkeypatch), _replacing(True, monkeypatch)
     assert lean[0] == general[0]
     np.testing.assert_array_equal(lean[1], general[1])
+
+
+@pytest.mark.parametrize("sequence", [False, True])
+def test_the_replays_answers_are_the_losss_output_of_its_logits_bit_for_bit(monkeypatch,
+                                                                            sequence):
+    """A replayed cross-entropy hands its own softmax parts to the metrics (step_plan._ANSWERS):
+    they are CrossEntropy.output of the replay's logits, every bit, rows (batch, classes) and
+    series (batch, steps, classes) alike, wide logits included."""
+    seen, replay = [], Plan.replay
+
+    def kept(*args):
+        found = replay(*args)
+        seen.append(found)
+        return found
+
+    monkeypatch.setattr(Plan, "replay", kept)
+    generator = np.random.default_rng(4)
+    if sequence:
+        network = Sequential().embedding(7, 8).dense(5).lower(Shape(6), RandomStream(0))
+        x, y = generator.integers(0, 7, (48, 6)), generator.integers(0, 5, (48, 6))
+    else:
+        network = Sequential().dense(8).relu().dense(5).lower(Shape(4), RandomStream(0))
+        x = (generator.standard_normal((48, 4)) * 30).astype(np.float32)
+        y = generator.integers(0, 5, 48)
+    network.fit(x, y, loss=CrossEntropy(), optimizer=Adam(1e-2), batch_size=8, epochs=2,
+                progress=False)
+    assert len(seen) == 2 * 5
+    for _, logits, answers in seen:
+        expected = CrossEntropy().output(logits)
+        assert answers.shape == expected.shape and answers.dtype == expected.dtype
+        assert answers.tobytes() == expected.tobytes()
+
+
+def test_a_parameter_added_between_batches_turns_the_replay_off(monkeypatch):
+    """The replay's check compares every module's tables of parameters and children with what
+    they held when the epoch began: a parameter added to a layer mid-epoch (so that
+    named_parameters gives one more) sends the later batches to the tape."""
+    from deepsharp.module import Parameter
+
+    replays, replay = [], Plan.replay
+
+    def counted(*args):
+        replays.append(1)
+        return replay(*args)
+
+    monkeypatch.setattr(Plan, "replay", counted)
+    network = _network("dense")
+    x, y = _data(64)
+    x = x.astype(np.float32)
+    layer = dict(network.named_modules())["0"]
+
+    def batches():
+        for i in range(4):
+            if i == 2:
+                layer.extra = Parameter(np.zeros(3, np.float32))
+            yield x[16 * i:16 * (i + 1)], y[16 * i:16 * (i + 1)]
+
+    network.fit(batches(), loss=CrossEntropy(), optimizer=Adam(1e-2), steps_per_epoch=4,
+                progress=False)
+    assert len(replays) == 1  # batch 2 only: batch 1 recorded the plan, 3 and 4 took the tape

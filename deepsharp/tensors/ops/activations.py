@@ -249,9 +249,10 @@ class Softplus:
 
 
 def _softmax(a: np.ndarray, axis: int) -> np.ndarray:
-    shifted = a - a.max(axis=axis, keepdims=True)
+    # (the reductions a.max and e.sum call, without their Python frames: the same numbers)
+    shifted = a - np.maximum.reduce(a, axis=axis, keepdims=True)
     e = np.exp(shifted)
-    return e / e.sum(axis=axis, keepdims=True)
+    return e / np.add.reduce(e, axis=axis, keepdims=True)
 
 
 @primitive("softmax")

@@ -17,7 +17,7 @@ SPLIT_PRODUCT = 1 << 22  # multiplies: a smaller input gradient is not worth a h
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
-    return a.reshape(-1, a.shape[-1])
+    return a if a.ndim == 2 else a.reshape(-1, a.shape[-1])  # (a matrix is its own rows)
 
 
 @primitive("matmul")
@@ -65,7 +65,8 @@ class MatMulAdd:
         # (the weight's and bias's gradients straight into the optimizer's buffer when offered;
         # the input's, an independent product, on the worker inside data_parallel(2))
         (gw, gb), gx = both(
-            lambda: (np.matmul(_rows(x).T, g, out=grad_out(1)), g.sum(axis=0, out=grad_out(2))),
+            lambda: (np.matmul(_rows(x).T, g, out=grad_out(1)),
+                     np.add.reduce(g, axis=0, out=grad_out(2))),  # (g.sum's own reduce)
             lambda: (g @ w.T).reshape(x.shape) if needs_input_grad(0) else None,
             worth=needs_input_grad(0) and g.shape[0] * w.size >= SPLIT_PRODUCT)
         return gx, gw, gb

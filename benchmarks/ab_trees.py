@@ -1,0 +1,84 @@
+"""A/B of two checkouts' whole deepsharp (e.g. main's and a branch's worktree) on one benchmark's
+`fit` epoch, and PyTorch's best beside them: each in a process of its own (spawned, importing
+deepsharp from its tree), rounds interleaved, CPU time at 1 thread (BLAS held at 1).
+
+    .venv/bin/python benchmarks/ab_trees.py TREE_A TREE_B [ROUNDS] [BENCH]
+    # e.g. /work/main /work/mlp3 15 mlp
+
+Prints each one's best and median ms a step, and B against A as the ratio of the bests and the
+median of the rounds' paired ratios (A's round over B's, each pair run back to back: above 1,
+B is faster), which moves less with the machine's load than either best alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _serve(tree: str | None, bench: str, conn) -> None:
+    sys.path[:0] = [str(HERE)] + ([tree] if tree else [])
+    from threadpoolctl import threadpool_limits
+
+    module = importlib.import_module(f"bench_{bench}")
+    with threadpool_limits(limits=1, user_api="blas"):
+        if tree is None:
+            import torch
+
+            torch.set_num_threads(1)
+            train = module.torch_epoch(True)
+        else:
+            import deepsharp
+
+            assert Path(deepsharp.__file__).resolve().is_relative_to(Path(tree).resolve()), \
+                deepsharp.__file__
+            train = module.deepsharp_epoch(1)
+        train()
+        conn.send(module.BATCHES)
+        while conn.recv():
+            started = time.process_time()
+            train()
+            conn.send(time.process_time() - started)
+
+
+def main(args: list[str]) -> None:
+    a, b = args[0], args[1]
+    rounds = int(args[2]) if len(args) > 2 else 15
+    bench = args[3] if len(args) > 3 else "mlp"
+    context = multiprocessing.get_context("spawn")
+    workers, steps = {}, 1
+    for label, tree in (("A " + a, a), ("B " + b, b), ("PyTorch best", None)):
+        mine, theirs = context.Pipe()
+        process = context.Process(target=_serve, args=(tree, bench, theirs), daemon=True)
+        process.start()
+        steps = mine.recv()
+        workers[label] = (mine, process)
+    times: dict[str, list[float]] = {label: [] for label in workers}
+    labels = list(workers)
+    for turn in range(rounds):
+        for label in labels[turn % 3:] + labels[:turn % 3]:  # the order turns each round
+            workers[label][0].send(True)
+            times[label].append(workers[label][0].recv() / steps * 1e3)
+    for conn, process in workers.values():
+        conn.send(False)
+        process.join()
+    for label, found in times.items():
+        tenth = sorted(found)[len(found) // 10]
+        print(f"{label:40s} best {min(found):.3f}  10th percentile {tenth:.3f}  median "
+              f"{statistics.median(found):.3f} ms a step")
+    first, second, torch = (times[label] for label in labels)
+    paired = statistics.median([x / y for x, y in zip(first, second)])
+    print(f"B against A: bests {min(first) / min(second):.3f}, median paired {paired:.3f}")
+    print(f"PyTorch best over A {min(torch) / min(first):.3f}, over B {min(torch) / min(second):.3f}"
+          f" (bests); median paired over B "
+          f"{statistics.median([t / y for t, y in zip(torch, second)]):.3f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
