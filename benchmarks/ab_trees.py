@@ -1,9 +1,12 @@
 """A/B of two checkouts' whole deepsharp (e.g. main's and a branch's worktree) on one benchmark's
 `fit` epoch, and PyTorch's best beside them: each in a process of its own (spawned, importing
-deepsharp from its tree), rounds interleaved, CPU time at 1 thread (BLAS held at 1).
+deepsharp from its tree), rounds interleaved, CPU time at 1 thread (BLAS held at 1); with
+`--split kernels` (or `batch`), wall time at 2 threads instead: deepsharp inside
+`data_parallel(2, split=...)`, PyTorch at 2 threads, each round after a quarter second's rest
+(the last round's BLAS workers spin on for about 0.1 s).
 
-    .venv/bin/python benchmarks/ab_trees.py TREE_A TREE_B [ROUNDS] [BENCH]
-    # e.g. /work/main /work/mlp3 15 mlp
+    .venv/bin/python benchmarks/ab_trees.py TREE_A TREE_B [ROUNDS] [BENCH] [--split kernels]
+    # e.g. /work/main /work/mlp3 15 mlp;  /work/main /work/cnn4 20 cnn --split kernels
 
 Prints each one's best and median ms a step, and B against A as the ratio of the bests and the
 median of the rounds' paired ratios (A's round over B's, each pair run back to back: above 1,
@@ -22,32 +25,48 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def _serve(tree: str | None, bench: str, conn) -> None:
+def _serve(tree: str | None, bench: str, conn, split: str | None = None) -> None:
     sys.path[:0] = [str(HERE)] + ([tree] if tree else [])
     from threadpoolctl import threadpool_limits
 
     module = importlib.import_module(f"bench_{bench}")
+    clock = time.process_time if split is None else time.perf_counter
     with threadpool_limits(limits=1, user_api="blas"):
         if tree is None:
             import torch
 
-            torch.set_num_threads(1)
+            torch.set_num_threads(1 if split is None else 2)
             train = module.torch_epoch(True)
         else:
             import deepsharp
 
             assert Path(deepsharp.__file__).resolve().is_relative_to(Path(tree).resolve()), \
                 deepsharp.__file__
-            train = module.deepsharp_epoch(1)
+            train = module.deepsharp_epoch(1) if split is None else _split(module, split)
         train()
         conn.send(module.BATCHES)
         while conn.recv():
-            started = time.process_time()
+            if split is not None:
+                time.sleep(0.25)
+            started = clock()
             train()
-            conn.send(time.process_time() - started)
+            conn.send(clock() - started)
+
+
+def _split(module, split: str):
+    """The benchmark's deepsharp epoch inside data_parallel(2, split=split)."""
+    import side_by_side
+
+    made = side_by_side.deepsharp_trainer
+    module.deepsharp_trainer = lambda *args, **options: made(*args, **{**options, "split": split})
+    return module.deepsharp_epoch(2)
 
 
 def main(args: list[str]) -> None:
+    split = None
+    if "--split" in args:
+        at = args.index("--split")
+        split, args = args[at + 1], args[:at] + args[at + 2:]
     a, b = args[0], args[1]
     rounds = int(args[2]) if len(args) > 2 else 15
     bench = args[3] if len(args) > 3 else "mlp"
@@ -55,7 +74,8 @@ def main(args: list[str]) -> None:
     workers, steps = {}, 1
     for label, tree in (("A " + a, a), ("B " + b, b), ("PyTorch best", None)):
         mine, theirs = context.Pipe()
-        process = context.Process(target=_serve, args=(tree, bench, theirs), daemon=True)
+        process = context.Process(target=_serve, args=(tree, bench, theirs, split),
+                                  daemon=True)
         process.start()
         steps = mine.recv()
         workers[label] = (mine, process)
