@@ -197,11 +197,9 @@ def test_the_kernel_split_replays_as_its_tape(monkeypatch):
     _same(lean, general)
 
 
-def _replacing(general: bool, monkeypatch):
-    """Train from batches whose source swaps a layer's weight for a new Parameter mid-epoch
-    (a user's generator may): (the history, the weight the network ends with)."""
-    from deepsharp.module import Parameter
-
+def _changing(change):
+    """(a dense network, its first layer, a source of its four batches of 16 that calls
+    change(layer) before the third, as a user's generator may)."""
     network = _network("dense")
     x, y = _data(64)
     x = x.astype(np.float32)
@@ -210,9 +208,19 @@ def _replacing(general: bool, monkeypatch):
     def batches():
         for i in range(4):
             if i == 2:
-                layer.weight = Parameter(np.full_like(layer.weight._data, 0.25))
+                change(layer)
             yield x[16 * i:16 * (i + 1)], y[16 * i:16 * (i + 1)]
 
+    return network, layer, batches
+
+
+def _replacing(general: bool, monkeypatch):
+    """Train from batches whose source swaps a layer's weight for a new Parameter mid-epoch
+    (a user's generator may): (the history, the weight the network ends with)."""
+    from deepsharp.module import Parameter
+
+    network, layer, batches = _changing(lambda layer: setattr(
+        layer, "weight", Parameter(np.full_like(layer.weight._data, 0.25))))
     if general:
         monkeypatch.setattr(training, "lean_pass", lambda run, batch, plans: None)
     history = network.fit(batches(), loss=CrossEntropy(), optimizer=Adam(1e-2), steps_per_epoch=4,
@@ -273,17 +281,8 @@ def test_a_parameter_added_between_batches_turns_the_replay_off(monkeypatch):
         return replay(*args)
 
     monkeypatch.setattr(Plan, "replay", counted)
-    network = _network("dense")
-    x, y = _data(64)
-    x = x.astype(np.float32)
-    layer = dict(network.named_modules())["0"]
-
-    def batches():
-        for i in range(4):
-            if i == 2:
-                layer.extra = Parameter(np.zeros(3, np.float32))
-            yield x[16 * i:16 * (i + 1)], y[16 * i:16 * (i + 1)]
-
+    network, _, batches = _changing(lambda layer: setattr(
+        layer, "extra", Parameter(np.zeros(3, np.float32))))
     network.fit(batches(), loss=CrossEntropy(), optimizer=Adam(1e-2), steps_per_epoch=4,
                 progress=False)
     assert len(replays) == 1  # batch 2 only: batch 1 recorded the plan, 3 and 4 took the tape
