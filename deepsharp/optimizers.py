@@ -264,7 +264,6 @@ class Adam(Optimizer):
         flat = _FlatMoments.of(self, names, [p._data for _, p in live])
         if flat is None:
             return False
-        b1, b2 = self.betas
         g = flat.gradients([p.grad for _, p in live])
         if self.decoupled:
             for _, p in live:
@@ -275,16 +274,25 @@ class Adam(Optimizer):
             self.state[name]["step"][()] += 1
         t = float(self.state[names[0]]["step"])
         m, v, work = flat.exp_avg, flat.exp_avg_sq, flat.work
-        compiled = kernel("adam_flat")
-        if compiled is not None:  # the same operations in one compiled pass (deepsharp.compiled)
-            compiled(g, m, v, work, *(dt.type(c) for c in (
-                1 - b1, 1 - b2, b2, math.sqrt(1 - b2 ** t), self.eps, self.lr / (1 - b1 ** t))))
-        else:  # elementwise: inside data_parallel(2), two halves on two threads at once
-            in_halves(lambda s: _adam_numpy(g[s], m[s], v[s], work[s], b1, b2, t, self.lr,
-                                            self.eps), len(g))
+        # elementwise: inside data_parallel(2), two halves on two threads at once
+        in_halves(lambda s: self.update_places(g[s], m[s], v[s], work[s], t), len(g))
         for (_, p), part in zip(live, flat.work_views):
             p._data -= part
         return True
+
+    def update_places(self, g: np.ndarray, m: np.ndarray, v: np.ndarray, work: np.ndarray,
+                      t: float) -> None:
+        """Adam's update of places of the flat buffers at step t (`update`'s operations on
+        them): the moments m and v in place, the update into `work`; one compiled pass inside
+        `compiled()` (deepsharp.compiled: the same numbers), else numpy's passes."""
+        b1, b2 = self.betas
+        compiled = kernel("adam_flat")
+        if compiled is None:
+            _adam_numpy(g, m, v, work, b1, b2, t, self.lr, self.eps)
+            return
+        dt = g.dtype
+        compiled(g, m, v, work, *(dt.type(c) for c in (
+            1 - b1, 1 - b2, b2, math.sqrt(1 - b2 ** t), self.eps, self.lr / (1 - b1 ** t))))
 
     def update(self, p, g, state):
         dt = p.dtype

@@ -16,44 +16,35 @@ step count, no clipping, no weight decay); else the moments are put back and the
 usual, as it does when no idle point came (the worker never took the part). A backward pass that
 fails after the part began (`Optimizer.drop_ahead`), or a step that never comes (`zero_grad`),
 puts the moments back too: the optimizer as it was. Each place gets the very operations
-`_flat_step` gives it (`_adam_numpy`, or the compiled kernel that matches it bit for bit), so the
-numbers are one step's, bit for bit (tests/deepsharp/test_step_ahead.py).
+`_flat_step` gives it (`Adam.update_places`: numpy's passes, or the compiled kernel that matches
+them bit for bit), so the numbers are one step's, bit for bit (tests/deepsharp/test_step_ahead.py).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from deepsharp.compiled import kernel
 from deepsharp.tensors.ops.two_threads import Deferred, defer, in_halves
 
 MIN_VALUES = 1 << 14  # fewer final values are not worth the hand-off
-SPLIT_VALUES = 1 << 16  # the step's own places in two halves from this many
-_OPTIMIZERS: Any = None  # deepsharp.optimizers, which imports this module
-
-
-def _optimizers() -> Any:
-    global _OPTIMIZERS
-    if _OPTIMIZERS is None:
-        from deepsharp import optimizers
-        _OPTIMIZERS = optimizers
-    return _OPTIMIZERS
+SPLIT_VALUES = 1 << 16  # the step's own places in two halves from this many (a hand-off each)
 
 
 class Ahead:
     """A step begun: the deferred part, the flat buffers, the names it was begun for, the flat
     places it covers (runs of [start, stop)), the final parameters' places among the names and
-    the gradients they had, and the constants it ran with."""
+    the gradients they had, the constants it ran with, and the places left to the step."""
 
-    __slots__ = ("deferred", "flat", "names", "runs", "places", "grads", "constants", "kept")
+    __slots__ = ("deferred", "flat", "names", "runs", "places", "grads", "constants", "kept",
+                 "rest")
 
     def __init__(self, flat: Any, names: tuple, runs: list, places: list, grads: list,
-                 constants: tuple) -> None:
+                 constants: tuple, rest: tuple) -> None:
         self.flat, self.names, self.runs = flat, names, runs
         self.places, self.grads, self.constants = places, grads, constants
+        self.rest = rest  # (the other places, their runs): what the step updates itself
         self.kept = False  # the part has kept the moments it updates (set on the worker)
         self.deferred: Deferred | None = None
 
@@ -85,24 +76,25 @@ def _constants(optimizer: Any, t: float) -> tuple:
 def begin(optimizer: Any, final: list) -> Ahead | None:
     """Defer the update of the `final` parameters' places (their gradients final), or None when
     the step cannot be begun so (then nothing is done)."""
+    flat = getattr(optimizer, "_flat_moments", None)
     if (optimizer.clip_norm is not None or optimizer.weight_decay or not optimizer.bound
-            or getattr(optimizer, "_flat_moments", None) is None):
+            or flat is None):
         return None
     names = tuple([name for name, _ in optimizer.params])
     params = [p for _, p in optimizer.params]
-    if optimizer._flat_moments.names != names:  # (the last step's were not all of them)
+    if flat.names != names:  # (the last step's were not all of them)
         return None
-    flat = _optimizers()._FlatMoments.of(optimizer, names, [p._data for p in params])
-    if flat is None or len({p.dtype for p in params}) != 1:
+    flat = type(flat).of(optimizer, names, [p._data for p in params])  # (the state's, still)
+    if flat is None or len({p._data.dtype for p in params}) != 1:
         return None
-    places, runs = _places(flat, params, final)
+    places, runs, rest = _places(flat, params, final)
     if not runs or any(params[k].grad is None for k in places):
         return None
     grads = [params[k].grad for k in places]
     views = [flat.grad_views[k] for k in places]
     t = float(optimizer.state[names[0]]["step"]) + 1
     saved = _saved_moments(flat)
-    ahead = Ahead(flat, names, runs, places, grads, _constants(optimizer, t))
+    ahead = Ahead(flat, names, runs, places, grads, _constants(optimizer, t), rest)
 
     def part() -> None:  # on the worker: final gradients in, the moments kept, then updated
         for start, stop in runs:
@@ -129,39 +121,47 @@ def commit(optimizer: Any, ahead: Ahead, live: list) -> bool:
             or any(float(optimizer.state.get(name, {}).get("step", -1)) != t - 1
                    for name in names)
             or any(live[k][1].grad is not grad for k, grad in zip(ahead.places, ahead.grads))
-            or _optimizers()._FlatMoments.of(
-                optimizer, names, [p._data for _, p in live]) is not flat):
+            or type(flat).of(optimizer, names, [p._data for _, p in live]) is not flat):
         _restore(ahead)
         return False
-    done = set(ahead.places)
-    for k, ((_, p), view) in enumerate(zip(live, flat.grad_views)):
-        if k not in done and p.grad is not view:  # (the places the part left: copied in)
-            view[...] = p.grad
+    others, gaps = ahead.rest
+    for k in others:  # the places the part left: their gradients copied in where not there
+        grad, view = live[k][1].grad, flat.grad_views[k]
+        if grad is not view:
+            view[...] = grad
     for name in names:
         optimizer.state[name]["step"][()] += 1  # (in place, as _flat_step counts)
-    start = 0
-    for run_start, run_stop in ahead.runs + [(flat.grad.size, flat.grad.size)]:
-        if run_start > start:  # the places the part left: updated here
-            size, first = run_start - start, start
-            if size >= SPLIT_VALUES:
-                in_halves(lambda r: _update(optimizer, flat, _shift(r, first), t), size)
-            else:
-                _update(optimizer, flat, slice(start, run_start), t)
-        start = run_stop
+    for start, stop in gaps:  # and updated here
+        if stop - start >= SPLIT_VALUES:
+            in_halves(lambda r, a=start: _update(optimizer, flat, _shift(r, a), t), stop - start)
+        else:
+            _update(optimizer, flat, slice(start, stop), t)
     for (_, p), part in zip(live, flat.work_views):
         p._data -= part
     return True
 
 
-def _places(flat: Any, params: list, final: list) -> tuple[list[int], list[tuple[int, int]]]:
-    """The final parameters' places among `params`, and their runs in the flat buffers (places
-    side by side make one run); no runs when they are too few values. Worked out once per flat
-    buffer and list of final parameters (a replay gives the same list each batch)."""
+def _places(flat: Any, params: list, final: list) -> tuple[list, list, tuple]:
+    """The final parameters' places among `params`, their runs in the flat buffers (places side
+    by side make one run; none when they are too few values), and the other places with their
+    runs (what the step updates itself). Worked out once per flat buffer and list of final
+    parameters (a replay gives the same list each batch)."""
     held = getattr(flat, "ahead_places", None)
-    if held is not None and held[0] is final and held[1] == [id(p) for p in params]:
-        return held[2], held[3]
+    ids = [id(p) for p in params]
+    if held is not None and held[0] is final and held[1] == ids:
+        return held[2]
     wanted = {id(p) for p in final}  # (a frozen one, or one another optimizer trains: not here)
     places = [k for k, p in enumerate(params) if id(p) in wanted]
+    others = [k for k in range(len(params)) if id(params[k]) not in wanted]
+    found = _runs(flat, places)
+    if sum(b - a for a, b in found) < MIN_VALUES:
+        found = []
+    flat.ahead_places = (final, ids, (places, found, (others, _runs(flat, others))))
+    return flat.ahead_places[2]
+
+
+def _runs(flat: Any, places: list[int]) -> list[tuple[int, int]]:
+    """[start, stop) runs of the flat buffers covering these places (in order)."""
     starts = np.concatenate([[0], np.cumsum(flat.sizes)]).tolist()
     runs: list[list[int]] = []
     for k in places:
@@ -169,11 +169,7 @@ def _places(flat: Any, params: list, final: list) -> tuple[list[int], list[tuple
             runs[-1][1] = starts[k + 1]
         else:
             runs.append([starts[k], starts[k + 1]])
-    found = [(a, b) for a, b in runs]
-    if sum(b - a for a, b in found) < MIN_VALUES:
-        found = []
-    flat.ahead_places = (final, [id(p) for p in params], places, found)
-    return places, found
+    return [(a, b) for a, b in runs]
 
 
 def _restore(ahead: Ahead) -> None:
@@ -191,18 +187,8 @@ def _shift(rows: slice, start: int) -> slice:
 
 
 def _update(optimizer: Any, flat: Any, s: slice, t: float) -> None:
-    """Adam's update of the flat places s at step t, in place, the update into the work buffer
-    (`_flat_step`'s operations on those places)."""
-    b1, b2 = optimizer.betas
-    g, m, v, work = flat.grad[s], flat.exp_avg[s], flat.exp_avg_sq[s], flat.work[s]
-    kernel_ = kernel("adam_flat")
-    if kernel_ is not None:  # (bit for bit _adam_numpy's, tests/deepsharp/test_compiled.py)
-        dt = g.dtype
-        kernel_(g, m, v, work, *(dt.type(c) for c in (
-            1 - b1, 1 - b2, b2, math.sqrt(1 - b2 ** t), optimizer.eps,
-            optimizer.lr / (1 - b1 ** t))))
-    else:
-        _optimizers()._adam_numpy(g, m, v, work, b1, b2, t, optimizer.lr, optimizer.eps)
+    """Adam's update of the flat places s at step t (`_flat_step`'s, on those places)."""
+    optimizer.update_places(flat.grad[s], flat.exp_avg[s], flat.exp_avg_sq[s], flat.work[s], t)
 
 
 def _saved_moments(flat: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -172,7 +172,7 @@ def test_a_part_that_fails_on_the_worker_fails_the_step_and_changes_nothing(monk
     monkeypatch.setattr(step_ahead, "_update", failing)
     def two_runs(flat, params, final):  # the later layers' places in two runs
         ends = np.cumsum(flat.sizes).tolist()
-        return [2, 3, 4, 5], [(ends[1], ends[3]), (ends[3], ends[5])]
+        return [2, 3, 4, 5], [(ends[1], ends[3]), (ends[3], ends[5])], ([0, 1], [(0, ends[1])])
 
     monkeypatch.setattr(step_ahead, "_places", two_runs)
     x, y = _data("mlp")

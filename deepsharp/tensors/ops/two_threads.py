@@ -103,13 +103,9 @@ def _worker_idle() -> bool:
     return threads_var.get() == 2 and not in_share.get() and not _in_half.get()
 
 
-def _split_kernels() -> bool:
-    return _worker_idle() and split_var.get() == "kernels"
-
-
 def splitting_kernels() -> bool:
     """Inside `data_parallel(2, split="kernels")`, on the calling thread, the worker free."""
-    return _split_kernels()
+    return _worker_idle() and split_var.get() == "kernels"
 
 
 class Deferred:
@@ -141,7 +137,7 @@ def defer(fn: Callable[[], Any]) -> Deferred:
     `data_parallel(2, split="kernels")` (until then the caller's kernels keep handing halves to
     the worker: one queued behind fn would wait), else never."""
     deferred = Deferred(fn)
-    _deferred.set(deferred if _split_kernels() else None)
+    _deferred.set(deferred if splitting_kernels() else None)
     return deferred
 
 
@@ -149,7 +145,7 @@ def idle_point() -> None:
     """A kernel's next work runs on the caller alone (one product, say): the worker takes the
     deferred work now, if there is some."""
     deferred = _deferred.get()
-    if deferred is not None and _split_kernels():
+    if deferred is not None and splitting_kernels():
         _deferred.set(None)
         deferred._start()
 
@@ -159,7 +155,7 @@ def split_work(work: Callable[[Sequence], R], items: Sequence) -> list[R]:
     work(second half)], the second half on the worker while the caller does the first. For work
     whose items are independent (each writes its own rows); the caller combines the results in
     order, so the numbers do not depend on the split."""
-    if not _split_kernels() or len(items) < 2:
+    if not splitting_kernels() or len(items) < 2:
         return [work(items)]
     half = len(items) // 2  # the caller has the rest of the step to run: the worker the more
     other = on_worker(_half, work, items[half:])
