@@ -202,26 +202,31 @@ def _train_epoch(run: _Run, epoch: int, step: int, progress: EpochProgress):
     totals = Epoch(objective)
     module.train()
     plans = plans_for(run)
-    for batch in run.source.batches(epoch, run.stream, run.shuffle):
-        optimizer.scheduled(epoch, step)
-        optimizer.zero_grad()
-        rows = batch.rows
-        with running(run.stream, step):  # forward and backward: two threads in data_parallel(2)
-            lean = lean_pass(run, batch, plans)
-            if lean is not None:
-                number, (outputs, targets, parts, answers) = lean
-            else:
-                number, (outputs, targets, parts) = forward_backward(
-                    module, lambda share: _loss_of(run, _rows_of(batch, share)), rows)
-                answers = None
-        if not math.isfinite(number):
-            raise TrainingError(f"fit: the loss became {number} at epoch {epoch + 1}, "
-                                f"{batch.where}; lower the learning rate or check the inputs")
-        totals.add(rows, parts, outputs, targets, answers)
-        optimizer.step()
-        step += 1
-        if progress.showing:
-            progress.update(totals.loss)
+    try:
+        for batch in run.source.batches(epoch, run.stream, run.shuffle):
+            optimizer.scheduled(epoch, step)
+            optimizer.zero_grad()
+            rows = batch.rows
+            # forward and backward: two threads in data_parallel(2)
+            with running(run.stream, step):
+                lean = lean_pass(run, batch, plans)
+                if lean is not None:
+                    number, (outputs, targets, parts, answers) = lean
+                else:
+                    number, (outputs, targets, parts) = forward_backward(
+                        module, lambda share: _loss_of(run, _rows_of(batch, share)), rows)
+                    answers = None
+            if not math.isfinite(number):
+                raise TrainingError(f"fit: the loss became {number} at epoch {epoch + 1}, "
+                                    f"{batch.where}; lower the learning rate or check the inputs")
+            totals.add(rows, parts, outputs, targets, answers)
+            optimizer.step()
+            step += 1
+            if progress.showing:
+                progress.update(totals.loss)
+    except BaseException:  # (a step begun ahead and not taken: the optimizer as it was)
+        optimizer.drop_ahead()
+        raise
     run.source.end_epoch()
     return totals.logs(), step
 

@@ -16,6 +16,7 @@ from deepsharp import Adam, AdamW, CrossEntropy, RandomStream, Sequential, Shape
 from deepsharp import step_ahead
 from deepsharp.compiled import available, compiled
 from deepsharp.errors import OpError
+from deepsharp.metrics import Metric
 from deepsharp.parallel import data_parallel
 from deepsharp.tensors.ops import two_threads
 
@@ -299,3 +300,53 @@ def test_the_product_lets_other_threads_run():
     finally:
         sys.setswitchinterval(interval)
     assert during > 0
+
+
+class _Failing(Metric):
+    """A user's metric whose update fails at its n-th batch (after the pass, before the step)."""
+
+    name = "failing"
+
+    def __init__(self, at: int, error: type = ValueError) -> None:
+        self.at, self.error = at, error
+
+    def reset(self) -> None:
+        self.seen = 0
+
+    def update(self, rows) -> None:
+        self.seen += 1
+        if self.seen == self.at:
+            raise self.error("the metric fails")
+
+    def result(self) -> float:
+        return 0.0
+
+
+@pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt])
+def test_an_error_between_the_pass_and_the_step_leaves_the_optimizer_as_it_was(error,
+                                                                               monkeypatch):
+    """A step begun ahead, then an error before `step()` (a user's metric fails, or the user
+    interrupts): fit raises it, and Adam's moments and step counts are those of before that
+    batch, the part taken back (no step half begun left pending)."""
+    monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)
+    make, shape = NETWORKS["mlp"]
+    network = make().lower(shape, RandomStream(0))
+    optimizer, before = Adam(1e-2), []
+    zero_grad = optimizer.zero_grad
+    optimizer.zero_grad = lambda: (zero_grad(), before.append(_state(network, optimizer)))
+    begun = []
+    begin = step_ahead.begin
+    monkeypatch.setattr(step_ahead, "begin", lambda *a: (lambda r: begun.append(r) or r)(
+        begin(*a)))
+    x, y = _data("mlp")
+    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
+            pytest.raises(error, match="the metric fails"):
+        network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=12, epochs=2,
+                    seed=3, progress=False, metrics=[_Failing(3, error)])  # (a replay)
+    assert begun and begun[-1] is not None and begun[-1].deferred._job is not None
+    try:  # (the worker done with the part: nothing changes the state after this)
+        begun[-1].deferred._job.result()
+    except BaseException:
+        pass
+    _same(_state(network, optimizer), before[-1])
+    assert getattr(optimizer, "_ahead", None) is None
