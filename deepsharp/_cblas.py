@@ -95,12 +95,15 @@ def _function():
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b for 2-D arrays, with numpy's numbers; for float32 matrices of two rows and columns
     or more (numpy takes a matrix-vector routine otherwise) by numpy's cblas_sgemm without the
-    GIL, else by np.matmul."""
+    GIL, else (and when it made a value that is not finite, for numpy's floating-point error
+    reports) by np.matmul."""
     function = _function() if (a.dtype == _F32 and b.dtype == _F32 and a.ndim == b.ndim == 2
                                and min(a.shape[0], b.shape[1]) >= 2 and a.shape[1] >= 1
                                and a.shape[1] == b.shape[0]) else None
     if function is not None and a.ctypes.data != b.ctypes.data:  # (numpy takes syrk for a a^T)
         out = np.empty((a.shape[0], b.shape[1]), np.float32)
-        if _call(function, a, b, out):
+        # numpy reports the floating-point errors of its BLAS call (an overflow, inf - inf) as
+        # the errstate says; ctypes' call does not: a product that made any is numpy's own
+        if _call(function, a, b, out) and np.isfinite(out).all():
             return out
     return np.matmul(a, b)

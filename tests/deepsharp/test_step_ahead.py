@@ -350,3 +350,22 @@ def test_an_error_between_the_pass_and_the_step_leaves_the_optimizer_as_it_was(e
         pass
     _same(_state(network, optimizer), before[-1])
     assert getattr(optimizer, "_ahead", None) is None
+
+
+@pytest.mark.parametrize("fill, kind", [(3e38, "overflow"), (np.inf, "invalid")])
+def test_numpys_product_without_the_gil_reports_numpys_floating_point_errors(fill, kind):
+    """A product that overflows (or makes inf - inf) is reported as np.matmul reports it: an
+    error under np.errstate(all="raise"), a warning by default, with np.matmul's numbers."""
+    a = np.full((3, 40), fill, np.float32)
+    a[:, 1::2] *= -1 if kind == "invalid" else 1
+    b = np.full((40, 4), 2, np.float32)
+    assert _cblas._function() is not None
+    with np.errstate(all="raise"):
+        with pytest.raises(FloatingPointError, match=kind):
+            np.matmul(a, b)
+        with pytest.raises(FloatingPointError, match=kind):
+            _cblas.matmul(a, b)
+    with pytest.warns(RuntimeWarning, match=kind):
+        out = _cblas.matmul(a, b)
+    with np.errstate(all="ignore"):
+        assert np.array_equal(out, np.matmul(a, b), equal_nan=True)
