@@ -437,7 +437,10 @@ class _FlatMoments:
         parameter of that name is bound; worked out once per list (a step asks each time)."""
         pairs = tuple(params)
         held = getattr(self, "_owners", None)
-        if held is None or held[0] != pairs:  # (tuples compare their items by identity first)
+        # (the same pairs, or pairs of the same names and the very parameters: `==` on two
+        # parameters would compare their values, elementwise)
+        if held is None or len(held[0]) != len(pairs) or not all(
+                [a is b or (a[0] == b[0] and a[1] is b[1]) for a, b in zip(held[0], pairs)]):
             by_name = dict(pairs)
             held = self._owners = (pairs, [by_name.get(name) for name in self.names])
         return held[1]

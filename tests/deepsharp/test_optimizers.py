@@ -108,3 +108,28 @@ def test_bad_settings_are_named(make, message):
     with pytest.raises(SpecError) as caught:
         make()
     assert message in str(caught.value)
+
+
+def test_an_adam_shared_by_two_networks_trains_each_with_the_moments_by_path():
+    """One Adam fitted on one network, then on another of the same layout (bound to its
+    parameters, same paths): the second fit runs, with the numbers of a new Adam given the first
+    one's state (`load_state_arrays`: the state is held by parameter path)."""
+    from deepsharp import CrossEntropy, RandomStream, Sequential, Shape
+
+    def network(seed: int):
+        return Sequential().dense(8).relu().dense(3).lower(Shape(5), RandomStream(seed))
+
+    generator = np.random.default_rng(0)
+    x = generator.standard_normal((24, 5)).astype(np.float32)
+    y = generator.integers(0, 3, 24)
+    options = dict(loss=CrossEntropy(), batch_size=8, epochs=2, seed=1, progress=False)
+    first, shared = network(0), Adam(1e-2)
+    first.fit(x, y, optimizer=shared, **options)
+    carried = Adam(1e-2)
+    carried.bind(network(1).trainable_parameters())
+    carried.load_state_arrays({k: v.copy() for k, v in shared.state_arrays().items()})
+    second, again = network(1), network(1)
+    second.fit(x, y, optimizer=shared, **options)
+    again.fit(x, y, optimizer=carried, **options)
+    for (name, p), (_, q) in zip(second.named_parameters(), again.named_parameters()):
+        assert np.array_equal(p._data, q._data), name
