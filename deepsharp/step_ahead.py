@@ -50,10 +50,12 @@ class Ahead:
 
     def settle(self) -> bool:
         """Whether the part ran (waiting for the worker if it has it; False: it never will). If
-        it failed, the moments are put back and its error raised."""
+        it failed, the moments are put back and its error raised; so too when the wait is
+        interrupted (Ctrl-C), once the worker is done with them."""
         try:
             return self.deferred.settled()
         except BaseException:
+            self.deferred.wait()  # (not while the part may still write them)
             _restore(self)
             raise
 

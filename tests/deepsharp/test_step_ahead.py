@@ -369,3 +369,48 @@ def test_numpys_product_without_the_gil_reports_numpys_floating_point_errors(fil
         out = _cblas.matmul(a, b)
     with np.errstate(all="ignore"):
         assert np.array_equal(out, np.matmul(a, b), equal_nan=True)
+
+
+def test_a_step_interrupted_while_it_waits_for_its_part_leaves_the_optimizer_as_it_was(
+        monkeypatch):
+    """An interrupt (Ctrl-C) while the step waits for its part, the part still updating the
+    moments on the worker: the moments are put back once the worker is done with them (not while
+    it still writes them), then the interrupt is raised: the state of before the batch."""
+    monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)
+    make, shape = NETWORKS["mlp"]
+    network = make().lower(shape, RandomStream(0))
+    optimizer, before = Adam(1e-2), []
+    zero_grad = optimizer.zero_grad
+    optimizer.zero_grad = lambda: (zero_grad(), before.append(_state(network, optimizer)))
+    begun: list = []
+    begin = step_ahead.begin
+    monkeypatch.setattr(step_ahead, "begin", lambda *a: (lambda r: begun.append(r) or r)(
+        begin(*a)))
+    update, release, blocked = step_ahead._update, threading.Event(), threading.Event()
+
+    def slow(*args):  # the third part begun (a replay) waits on the worker until released
+        if threading.current_thread().name == "deepsharp-parallel" and len(begun) == 3:
+            blocked.set()
+            release.wait(10)
+        update(*args)
+
+    result = two_threads.Job.result
+
+    def interrupted(job):  # the step's wait for that part: interrupted, then the part released
+        if len(begun) == 3 and job is begun[-1].deferred._job and not release.is_set():
+            blocked.wait(10)
+            threading.Timer(0.2, release.set).start()
+            raise KeyboardInterrupt("interrupted")
+        return result(job)
+
+    monkeypatch.setattr(step_ahead, "_update", slow)
+    monkeypatch.setattr(two_threads.Job, "result", interrupted)
+    x, y = _data("mlp")
+    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
+            pytest.raises(KeyboardInterrupt, match="interrupted"):
+        network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=12, epochs=2,
+                    seed=3, progress=False)
+    assert release.wait(10)
+    monkeypatch.setattr(two_threads.Job, "result", result)
+    begun[-1].deferred._job.result()  # (the worker done with the part)
+    _same(_state(network, optimizer), before[-1])

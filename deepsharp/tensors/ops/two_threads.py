@@ -64,6 +64,16 @@ class Job:
                 raise self._error
             return self._value
 
+    def wait(self) -> None:
+        """Until the worker is done with the job, an interrupt of the wait (Ctrl-C) waiting on
+        (the job's value or error is left for `result`)."""
+        while True:
+            try:
+                with self._done:
+                    return
+            except KeyboardInterrupt:
+                continue
+
 
 def _work(jobs: queue.SimpleQueue) -> None:
     while True:
@@ -130,6 +140,12 @@ class Deferred:
             return False
         self._job.result()
         return True
+
+    def wait(self) -> None:
+        """Until fn is done, if it was handed over (`Job.wait`)."""
+        self._closed = True
+        if self._job is not None:
+            self._job.wait()
 
 
 def defer(fn: Callable[[], Any]) -> Deferred:
