@@ -133,3 +133,27 @@ def test_an_adam_shared_by_two_networks_trains_each_with_the_moments_by_path():
     again.fit(x, y, optimizer=carried, **options)
     for (name, p), (_, q) in zip(second.named_parameters(), again.named_parameters()):
         assert np.array_equal(p._data, q._data), name
+
+
+def test_an_adam_subclass_with_its_own_update_steps_by_that_update():
+    """A user's Adam whose `update` does more (here: the parameter clamped after Adam's step):
+    every step runs it, as `Optimizer.step` does, with several parameters too (the step over
+    flat buffers is Adam's own update only)."""
+
+    class Clamped(Adam):
+        def update(self, p, g, state):
+            super().update(p, g, state)
+            np.clip(p, -0.05, 0.05, out=p)
+
+    generator = np.random.default_rng(0)
+    params = [Parameter(generator.standard_normal(shape).astype(np.float32))
+              for shape in ((4, 3), (3,))]
+    optimizer = Clamped(0.5)
+    optimizer.bind(params)
+    for _ in range(3):
+        optimizer.zero_grad()
+        for p in params:
+            p.grad = generator.standard_normal(p.shape).astype(np.float32)
+        optimizer.step()
+    for p in params:
+        assert np.abs(p._data).max() <= 0.05
