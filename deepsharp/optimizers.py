@@ -79,11 +79,20 @@ class Optimizer:
                 raise SpecError(f"{owner}: parameters[{index}] is {item!r}, not a Parameter or a "
                                 f"(path, Parameter) pair")
             pairs.append(item)
-        self.params = [(n, p) for n, p in pairs if p.requires_grad]
-        if not self.params:
+        params = [(n, p) for n, p in pairs if p.requires_grad]
+        if not params:
             raise SpecError(f"{owner}: no parameters to train (received {len(pairs)}, all frozen "
                             f"or none): give module.trainable_parameters() of a module with "
                             f"something to train")
+        # state kept by path for other parameters (another network's): not these ones' moments
+        wrong = [f"{name}/{key} is {value.dtype} {value.shape}, the parameter {p._data.dtype} "
+                 f"{p._data.shape}" for name, p in params
+                 for key, value in self.state.get(name, {}).items()
+                 if value.ndim and (value.shape != p._data.shape or value.dtype != p._data.dtype)]
+        if wrong:
+            raise StateError(f"{owner}: its state is for other parameters of the same paths ("
+                             + "; ".join(wrong) + "): give this module an optimizer of its own")
+        self.params = params
         self.bound = True
         return self
 

@@ -157,3 +157,27 @@ def test_an_adam_subclass_with_its_own_update_steps_by_that_update():
         optimizer.step()
     for p in params:
         assert np.abs(p._data).max() <= 0.05
+
+
+@pytest.mark.parametrize("change", ["wider", "float64"])
+def test_state_kept_for_other_parameters_of_the_same_paths_is_refused(change):
+    """An optimizer fitted on one network, then fitted on another whose parameters of the same
+    paths differ in shape or float type: its moments cannot be those parameters' (the step would
+    fail in numpy, or mix float types); fit refuses, naming the path."""
+    from deepsharp import CrossEntropy, RandomStream, Sequential, Shape
+    from deepsharp.errors import StateError
+
+    generator = np.random.default_rng(0)
+    x = generator.standard_normal((24, 5)).astype(np.float32)
+    y = generator.integers(0, 3, 24)
+    options = dict(loss=CrossEntropy(), batch_size=8, epochs=1, progress=False)
+    shared = Adam(1e-2)
+    Sequential().dense(8).relu().dense(3).lower(Shape(5), RandomStream(0)).fit(
+        x, y, optimizer=shared, **options)
+    other = Sequential().dense(16 if change == "wider" else 8).relu().dense(3).lower(
+        Shape(5), RandomStream(0))
+    if change == "float64":
+        for _, p in other.named_parameters():
+            p._data = p._data.astype(np.float64)
+    with pytest.raises(StateError, match=r"0\.weight"):
+        other.fit(x.astype(other.parameters()[0]._data.dtype), y, optimizer=shared, **options)
