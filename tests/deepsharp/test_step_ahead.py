@@ -36,6 +36,22 @@ def _data(kind: str, n: int = 48):
             generator.integers(0, 3, n))
 
 
+def _watched(kind: str, monkeypatch):
+    """(network, optimizer, before, begun) for a test of a failing step: every step begun ahead,
+    `before` gets the state at each batch's start (after zero_grad), `begun` each begin's
+    result."""
+    monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)
+    make, shape = NETWORKS[kind]
+    network = make().lower(shape, RandomStream(0))
+    optimizer, before, begun = Adam(1e-2), [], []
+    zero_grad = optimizer.zero_grad
+    optimizer.zero_grad = lambda: (zero_grad(), before.append(_state(network, optimizer)))
+    begin = step_ahead.begin
+    monkeypatch.setattr(step_ahead, "begin", lambda *a: (lambda r: begun.append(r) or r)(
+        begin(*a)))
+    return network, optimizer, before, begun
+
+
 def _train(kind: str, monkeypatch, ahead: bool = True, optimizer=None, epochs: int = 3,
            batch_size: int = 12, frozen: str | None = None, numba: bool = False):
     """(the network, its optimizer, the history, steps begun ahead and taken) after training
@@ -116,18 +132,7 @@ def test_a_failed_backward_pass_leaves_the_optimizer_as_it_was(monkeypatch):
     """The first layer's backward fails after the part began (in its kernel's product, the
     part on the worker): fit raises the error, and the parameters, Adam's moments and step
     counts are what they were before that batch."""
-    monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)
-    make, shape = NETWORKS["cnn"]
-    network = make().lower(shape, RandomStream(0))
-    optimizer = Adam(1e-2)
-    before: list[dict] = []
-    zero_grad = optimizer.zero_grad
-
-    def snapshot() -> None:  # each batch's state before its pass
-        zero_grad()
-        before.append(_state(network, optimizer))
-
-    optimizer.zero_grad = snapshot
+    network, optimizer, before, begun = _watched("cnn", monkeypatch)
     product, calls = _cblas.matmul, []
 
     def failing(a, b):  # the first layer's kernel gradient, after its idle point
@@ -137,10 +142,6 @@ def test_a_failed_backward_pass_leaves_the_optimizer_as_it_was(monkeypatch):
         return product(a, b)
 
     monkeypatch.setattr(_cblas, "matmul", failing)
-    begun = []
-    begin = step_ahead.begin
-    monkeypatch.setattr(step_ahead, "begin", lambda *a: (lambda r: begun.append(r) or r)(
-        begin(*a)))
     x, y = _data("cnn")
     with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
             pytest.raises(OpError, match="a backward pass that fails"):
@@ -155,12 +156,7 @@ def test_a_part_that_fails_on_the_worker_fails_the_step_and_changes_nothing(monk
     """An error in the part (raised on the worker while it updates its places) is the step's
     error, raised by fit, and the moments it had updated are put back: the state is that of
     before the batch."""
-    monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)
-    make, shape = NETWORKS["mlp"]
-    network = make().lower(shape, RandomStream(0))
-    optimizer, before = Adam(1e-2), []
-    zero_grad = optimizer.zero_grad
-    optimizer.zero_grad = lambda: (zero_grad(), before.append(_state(network, optimizer)))
+    network, optimizer, before, _ = _watched("mlp", monkeypatch)
     update, calls = step_ahead._update, []
 
     def failing(*args):
@@ -328,16 +324,7 @@ def test_an_error_between_the_pass_and_the_step_leaves_the_optimizer_as_it_was(e
     """A step begun ahead, then an error before `step()` (a user's metric fails, or the user
     interrupts): fit raises it, and Adam's moments and step counts are those of before that
     batch, the part taken back (no step half begun left pending)."""
-    monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)
-    make, shape = NETWORKS["mlp"]
-    network = make().lower(shape, RandomStream(0))
-    optimizer, before = Adam(1e-2), []
-    zero_grad = optimizer.zero_grad
-    optimizer.zero_grad = lambda: (zero_grad(), before.append(_state(network, optimizer)))
-    begun = []
-    begin = step_ahead.begin
-    monkeypatch.setattr(step_ahead, "begin", lambda *a: (lambda r: begun.append(r) or r)(
-        begin(*a)))
+    network, optimizer, before, begun = _watched("mlp", monkeypatch)
     x, y = _data("mlp")
     with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
             pytest.raises(error, match="the metric fails"):
@@ -376,16 +363,7 @@ def test_a_step_interrupted_while_it_waits_for_its_part_leaves_the_optimizer_as_
     """An interrupt (Ctrl-C) while the step waits for its part, the part still updating the
     moments on the worker: the moments are put back once the worker is done with them (not while
     it still writes them), then the interrupt is raised: the state of before the batch."""
-    monkeypatch.setattr(step_ahead, "MIN_VALUES", 1)
-    make, shape = NETWORKS["mlp"]
-    network = make().lower(shape, RandomStream(0))
-    optimizer, before = Adam(1e-2), []
-    zero_grad = optimizer.zero_grad
-    optimizer.zero_grad = lambda: (zero_grad(), before.append(_state(network, optimizer)))
-    begun: list = []
-    begin = step_ahead.begin
-    monkeypatch.setattr(step_ahead, "begin", lambda *a: (lambda r: begun.append(r) or r)(
-        begin(*a)))
+    network, optimizer, before, begun = _watched("mlp", monkeypatch)
     update, release, blocked = step_ahead._update, threading.Event(), threading.Event()
 
     def slow(*args):  # the third part begun (a replay) waits on the worker until released
