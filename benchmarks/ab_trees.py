@@ -3,9 +3,11 @@
 deepsharp from its tree), rounds interleaved, CPU time at 1 thread (BLAS held at 1); with
 `--split kernels` (or `batch`), wall time at 2 threads instead: deepsharp inside
 `data_parallel(2, split=...)`, PyTorch at 2 threads, each round after a quarter second's rest
-(the last round's BLAS workers spin on for about 0.1 s).
+(the last round's BLAS workers spin on for about 0.1 s); with `--compiled`, deepsharp's epochs
+inside `deepsharp.compiled.compiled()` (the optional numba kernels).
 
     .venv/bin/python benchmarks/ab_trees.py TREE_A TREE_B [ROUNDS] [BENCH] [--split kernels]
+                                            [--compiled]
     # e.g. /work/main /work/mlp3 15 mlp;  /work/main /work/cnn4 20 cnn --split kernels
 
 Prints each one's best and median ms a step, and B against A as the ratio of the bests and the
@@ -25,7 +27,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def _serve(tree: str | None, bench: str, conn, split: str | None = None) -> None:
+def _serve(tree: str | None, bench: str, conn, split: str | None = None,
+           numba: bool = False) -> None:
     sys.path[:0] = [str(HERE)] + ([tree] if tree else [])
     from threadpoolctl import threadpool_limits
 
@@ -43,6 +46,8 @@ def _serve(tree: str | None, bench: str, conn, split: str | None = None) -> None
             assert Path(deepsharp.__file__).resolve().is_relative_to(Path(tree).resolve()), \
                 deepsharp.__file__
             train = module.deepsharp_epoch(1) if split is None else _split(module, split)
+            if numba:
+                train = _compiled(train)
         train()
         conn.send(module.BATCHES)
         while conn.recv():
@@ -62,7 +67,19 @@ def _split(module, split: str):
     return module.deepsharp_epoch(2)
 
 
+def _compiled(train):
+    from deepsharp.compiled import compiled
+
+    def epoch():
+        with compiled():
+            return train()
+
+    return epoch
+
+
 def main(args: list[str]) -> None:
+    numba = "--compiled" in args
+    args = [a for a in args if a != "--compiled"]
     split = None
     if "--split" in args:
         at = args.index("--split")
@@ -74,7 +91,7 @@ def main(args: list[str]) -> None:
     workers, steps = {}, 1
     for label, tree in (("A " + a, a), ("B " + b, b), ("PyTorch best", None)):
         mine, theirs = context.Pipe()
-        process = context.Process(target=_serve, args=(tree, bench, theirs, split),
+        process = context.Process(target=_serve, args=(tree, bench, theirs, split, numba),
                                   daemon=True)
         process.start()
         steps = mine.recv()
