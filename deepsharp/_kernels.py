@@ -11,6 +11,9 @@ from numba import njit
 
 from deepsharp._blas import sgemm
 from deepsharp._tanh32 import tanh32
+from deepsharp._kernels_winograd import (  # noqa: F401 (deepsharp.compiled finds them here)
+    winograd_input, winograd_output_grad,
+)
 from deepsharp.tensors.ops.activations import _ERF_DENOMINATOR, _ERF_NUMERATOR
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}

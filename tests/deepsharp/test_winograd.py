@@ -138,3 +138,69 @@ def test_the_benchmark_cnn_exports_with_its_winograd_block_within_1e_5(counted):
         np.testing.assert_allclose(session.run(None, {"input": batch})[0],
                                    network.predict(batch, loss), rtol=0, atol=1e-5)
     assert counted
+
+
+def _awkward(shape, seed):
+    """Values with signed zeros, subnormals and near-overflow ones among them (every float32
+    sum and difference of them a number, or an infinity)."""
+    generator = np.random.default_rng(seed)
+    a = generator.standard_normal(shape).astype(np.float32)
+    special = np.array([0.0, -0.0, 1e-40, -1e-40, 1e-45, 3e38, -3e38, 1.0, -1.0], np.float32)
+    places = generator.random(shape) < 0.1
+    a[places] = special[generator.integers(0, len(special), int(places.sum()))]
+    return a
+
+
+def _bits(a):
+    return a.view(np.uint32)
+
+
+@pytest.mark.parametrize("images, tiles, channels", [(3, (5, 5), 32), (2, (1, 1), 24),
+                                                     (4, (2, 3), 5), (1, (3, 1), 1)])
+def test_the_compiled_input_transform_is_numpys_bit_for_bit(images, tiles, channels):
+    """winograd_input (deepsharp.compiled) against input_transform on the same images (a range
+    of them, the rest of v untouched): every bit, signed zeros and infinities included."""
+    from deepsharp import _kernels as kernels  # (numba: the test extra installs it)
+
+    th, tw = tiles
+    xp = _awkward((images, 2 * th + 3, 2 * tw + 3, channels), sum(tiles) + channels)
+    per = th * tw
+    expected = np.full((16, images * per, channels), 7, np.float32)
+    got = expected.copy()
+    with np.errstate(all="ignore"):
+        winograd.input_transform(xp[1:], tiles, expected.reshape(4, 4, images, *tiles,
+                                                                   channels)[:, :, 1:])
+        kernels.winograd_input(xp, got, 1, images, th, tw)
+    np.testing.assert_array_equal(_bits(got), _bits(expected))
+
+
+@pytest.mark.parametrize("rows, start, channels", [(75, 25, 64), (1, 0, 7), (12, 5, 3)])
+def test_the_compiled_gradients_transform_is_numpys_bit_for_bit(rows, start, channels):
+    """winograd_output_grad against output_grad on rows start.. of the candidates' gradients."""
+    from deepsharp import _kernels as kernels
+
+    dy = _awkward((4, start + rows + 3, channels), rows + channels)
+    with np.errstate(all="ignore"):
+        expected = winograd.output_grad(dy[:, start:start + rows])
+        got = kernels.winograd_output_grad(dy, start, start + rows)
+    np.testing.assert_array_equal(_bits(got), _bits(expected))
+
+
+@pytest.mark.parametrize("chunk", [winograd.CHUNK_TILES, 1])   # 1: an image a run
+def test_the_winograd_block_gives_numpys_numbers_with_the_compiled_transforms(monkeypatch,
+                                                                             counted, chunk):
+    """The benchmark CNN's second block, forward and back (every gradient), with and without
+    compiled(): the same bits, in one run and run by run."""
+    from deepsharp.compiled import compiled, kernel
+
+    monkeypatch.setattr(winograd, "CHUNK_TILES", chunk)
+    x, w, b = _case((3, 13, 13, 32), 64, 11)
+    grad = np.random.default_rng(12).standard_normal((3, 5, 5, 64)).astype(np.float32)
+    expected = _run(x, w, b, (0, 0, 0, 0), grad)
+    with compiled():
+        assert kernel("winograd_input") is not None  # (the kernels run, not numpy's passes)
+        assert kernel("winograd_output_grad") is not None
+        got = _run(x, w, b, (0, 0, 0, 0), grad)
+    assert len(counted) == (2 if chunk > 75 else 6)
+    for a, e in zip(got, expected):
+        np.testing.assert_array_equal(_bits(a), _bits(e))

@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from deepsharp.compiled import kernel
 from deepsharp.tensors.ops.two_threads import both, split_batch, split_work
 
 WINOGRAD_CHANNELS = 24  # measured (1 thread, forward + backward): a wash at 16, 1.15-1.4x from 24
@@ -69,9 +70,14 @@ def forward(xp: np.ndarray, u: np.ndarray, tiles,
     candidates = np.empty((4, n * per, o), xp.dtype)
     tiled = v.reshape(4, 4, n, *tiles, c)
 
+    into = kernel("winograd_input")  # (deepsharp.compiled: the same numbers in one pass)
+
     def runs(chunks) -> None:
         for images, rows in chunks:
-            input_transform(xp[images], tiles, tiled[:, :, images])
+            if into is not None:
+                into(xp, v, images.start, images.stop, *tiles)
+            else:
+                input_transform(xp[images], tiles, tiled[:, :, images])
             output_transform(np.matmul(v[:, rows], u), candidates[:, rows])
             if finish is not None:
                 finish(candidates, rows)
@@ -92,12 +98,15 @@ def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool
         gx[:, 2 * tiles[0] + 2:] = 0                     # places no tile reads
         gx[:, :, 2 * tiles[1] + 2:] = 0
 
+    back = kernel("winograd_output_grad")  # (deepsharp.compiled: the same numbers)
+
     def runs(chunks) -> list[np.ndarray]:
         sums = []
         for images, rows in chunks:
             if route is not None:
                 route(rows)
-            dm = output_grad(routed[:, rows])
+            dm = (output_grad(routed[:, rows]) if back is None
+                  else back(routed, rows.start, rows.stop))
             sums.append(np.matmul(v[:, rows].transpose(0, 2, 1), dm))
             if gx is not None:
                 input_grad(dm, u, gx[images], tiles)

@@ -1,0 +1,82 @@
+"""The numba kernels of two of Winograd F(2x2, 3x3)'s transforms (`deepsharp.tensors.ops.winograd`:
+the input's, forward, and the candidates' gradients', back), for `deepsharp.compiled` (imported
+only when it is on; `deepsharp._kernels` names them).
+
+Each is numpy's passes (winograd.py's `_bt` twice, `_a` twice) folded into one loop: every value
+gets the very float32 additions and subtractions numpy gives it, in the same order (a value numpy
+makes once and reads twice, such as the column transform of a row two tiles share, is made twice
+here, the same way), so the results are numpy's: the same bits wherever they are numbers (where
+two NaNs meet, which one's payload and sign a sum keeps is the compiler's choice of operand
+order). The channels are the innermost loop, contiguous and branch-free, so it vectorises; whole
+arrays are passed with the range of images or rows (a view would be typed as strided). Measured
+on one run of 800 tiles x 32 channels (1 thread): the input's transform 0.64 -> 0.34 ms, the
+gradients' 0.37 -> 0.21 ms. The output's transform and the input gradient's scatter were tried
+too and not kept: no faster (0.28 against 0.27 ms) and slower (0.67 against 0.95 ms) than
+numpy's passes, which run on a run's arrays in the cache.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_JIT = {"cache": True, "error_model": "numpy", "nogil": True}
+
+
+@njit(**_JIT)
+def winograd_input(xp, v, start, stop, th, tw):
+    """`input_transform` of images start..stop of xp (N, H, W, C) into their rows of
+    v (16, N th tw, C): V = B^T d B of each 4x4 tile at stride 2, columns first, then rows."""
+    c = xp.shape[3]
+    per = th * tw
+    t = np.empty((4, 4, c), xp.dtype)  # t[k, j]: column transform j of the tile's row k
+    for b in range(start, stop):
+        for ti in range(th):
+            for tj in range(tw):
+                for k in range(4):
+                    r = 2 * ti + k
+                    s = 2 * tj
+                    for ch in range(c):
+                        d0 = xp[b, r, s, ch]
+                        d1 = xp[b, r, s + 1, ch]
+                        d2 = xp[b, r, s + 2, ch]
+                        d3 = xp[b, r, s + 3, ch]
+                        t[k, 0, ch] = d0 - d2
+                        t[k, 1, ch] = d1 + d2
+                        t[k, 2, ch] = d2 - d1
+                        t[k, 3, ch] = d1 - d3
+                row = b * per + ti * tw + tj
+                for j in range(4):
+                    for ch in range(c):
+                        v[j, row, ch] = t[0, j, ch] - t[2, j, ch]
+                        v[4 + j, row, ch] = t[1, j, ch] + t[2, j, ch]
+                        v[8 + j, row, ch] = t[2, j, ch] - t[1, j, ch]
+                        v[12 + j, row, ch] = t[1, j, ch] - t[3, j, ch]
+
+
+@njit(**_JIT)
+def winograd_output_grad(dy, start, stop):
+    """`output_grad` of rows start..stop of the candidates' gradients dy (4, rows, O): dM (16,
+    stop - start, O) = A dY A^T, columns first, with A's rows y0, y0 + y1, y0 - y1, -y1."""
+    o = dy.shape[2]
+    dm = np.empty((16, stop - start, o), dy.dtype)
+    ds = np.empty((2, 4, o), dy.dtype)  # ds[a, k]: the column pass of dY's row a
+    for q in range(stop - start):
+        p = start + q
+        for a in range(2):
+            for ch in range(o):
+                y0 = dy[2 * a, p, ch]
+                y1 = dy[2 * a + 1, p, ch]
+                ds[a, 0, ch] = y0
+                ds[a, 1, ch] = y0 + y1
+                ds[a, 2, ch] = y0 - y1
+                ds[a, 3, ch] = -y1
+        for col in range(4):
+            for ch in range(o):
+                y0 = ds[0, col, ch]
+                y1 = ds[1, col, ch]
+                dm[col, q, ch] = y0
+                dm[4 + col, q, ch] = y0 + y1
+                dm[8 + col, q, ch] = y0 - y1
+                dm[12 + col, q, ch] = -y1
+    return dm
