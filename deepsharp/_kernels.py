@@ -12,7 +12,7 @@ from numba import njit
 from deepsharp._blas import sgemm
 from deepsharp._tanh32 import tanh32
 from deepsharp._kernels_winograd import (  # noqa: F401 (deepsharp.compiled finds them here)
-    winograd_input, winograd_output_grad,
+    winograd_input, winograd_input_scatter, winograd_output_grad,
 )
 from deepsharp.tensors.ops.activations import _ERF_DENOMINATOR, _ERF_NUMERATOR
 

@@ -1,18 +1,19 @@
-"""The numba kernels of two of Winograd F(2x2, 3x3)'s transforms (`deepsharp.tensors.ops.winograd`:
-the input's, forward, and the candidates' gradients', back), for `deepsharp.compiled` (imported
-only when it is on; `deepsharp._kernels` names them).
+"""The numba kernels of three of Winograd F(2x2, 3x3)'s transforms (`deepsharp.tensors.ops.winograd`:
+the input's, forward; the candidates' gradients' and the input gradient's scatter, back), for
+`deepsharp.compiled` (imported only when it is on; `deepsharp._kernels` names them).
 
-Each is numpy's passes (winograd.py's `_bt` twice, `_a` twice) folded into one loop: every value
-gets the very float32 additions and subtractions numpy gives it, in the same order (a value numpy
-makes once and reads twice, such as the column transform of a row two tiles share, is made twice
-here, the same way), so the results are numpy's: the same bits wherever they are numbers (where
-two NaNs meet, which one's payload and sign a sum keeps is the compiler's choice of operand
-order). The channels are the innermost loop, contiguous and branch-free, so it vectorises; whole
-arrays are passed with the range of images or rows (a view would be typed as strided). Measured
-on one run of 800 tiles x 32 channels (1 thread): the input's transform 0.64 -> 0.34 ms, the
-gradients' 0.37 -> 0.21 ms. The output's transform and the input gradient's scatter were tried
-too and not kept: no faster (0.28 against 0.27 ms) and slower (0.67 against 0.95 ms) than
-numpy's passes, which run on a run's arrays in the cache.
+Each is numpy's passes (winograd.py's `_bt` twice, `_a` twice, `_b_scatter` twice) folded into
+one loop: every value gets the very float32 additions and subtractions numpy gives it, in the
+same order (a value numpy makes once and reads twice, such as the column transform of a row two
+tiles share, is made twice here, the same way), so the results are numpy's: the same bits
+wherever they are numbers (where two NaNs meet, which one's payload and sign a sum keeps is the
+compiler's choice of operand order). The channels are the innermost loop, contiguous and
+branch-free, so it vectorises; whole arrays are passed with the range of images or rows (a view
+would be typed as strided). Measured on one run of 800 tiles x 32 channels (1 thread): the
+input's transform 0.64 -> 0.34 ms, the gradients' 0.37 -> 0.21 ms, the scatter 0.59 -> 0.28 ms
+(each place's case chosen once, its channels read straight from dV). The output's transform was
+tried too and not kept: no faster (0.27 against 0.28 ms) than numpy's passes, which run on a
+run's arrays in the cache.
 """
 
 from __future__ import annotations
@@ -80,3 +81,54 @@ def winograd_output_grad(dy, start, stop):
                 dm[8 + col, q, ch] = y0 - y1
                 dm[12 + col, q, ch] = -y1
     return dm
+
+
+@njit(**_JIT)
+def winograd_input_scatter(dv, gx, th, tw):
+    """`input_grad`'s two `_b_scatter` passes into gx (images, H, W, C) from dV (16, images th tw,
+    C) (each tile's B dV B^T added where it lies): rows first, then columns. B e puts e0,
+    (e1 - e2) + e3, (e1 + e2) - e0 and -e3 at a tile's offsets 0..3; tiles at stride 2 overlap
+    by two places, so place 2 i gets e0 of tile i + offset 2 of tile i - 1, and place 2 i + 1
+    gets offset 1 of tile i - e3 of tile i - 1 (in numpy's order of operations)."""
+    c = dv.shape[2]
+    per = th * tw
+    images = dv.shape[1] // per
+    rows = np.empty((4, tw, c), dv.dtype)  # rows[j, tj]: the row pass at this place
+    for b in range(images):
+        for r in range(2 * th + 2):
+            i, odd = r // 2, r % 2
+            for j in range(4):
+                for tj in range(tw):
+                    now = b * per + i * tw + tj        # tile i's row in dv (when i < th)
+                    before = now - tw                  # tile i - 1's (when i > 0)
+                    _place(dv, 4, j, now, before, i, th, odd, rows[j, tj])
+            for s in range(2 * tw + 2):
+                _place(rows, 1, 0, s // 2, s // 2 - 1, s // 2, tw, s % 2, gx[b, r, s])
+
+
+@njit(**_JIT)
+def _place(e, stride, j, now, before, i, t, odd, out):
+    """One place of `_b_scatter`'s output into out (C,): e[k * stride + j, tile] is gradient k of
+    a tile (k = 0..3), `now` tile i's index and `before` tile i - 1's, t tiles."""
+    c = out.shape[0]
+    e0, e1, e2, e3 = j, stride + j, 2 * stride + j, 3 * stride + j
+    if odd == 0:
+        if i == t:
+            for ch in range(c):
+                out[ch] = (e[e1, before, ch] + e[e2, before, ch]) - e[e0, before, ch]
+        elif i == 0:
+            for ch in range(c):
+                out[ch] = e[e0, now, ch]
+        else:
+            for ch in range(c):
+                out[ch] = e[e0, now, ch] + ((e[e1, before, ch] + e[e2, before, ch])
+                                            - e[e0, before, ch])
+    elif i == t:
+        for ch in range(c):
+            out[ch] = -e[e3, before, ch]
+    elif i == 0:
+        for ch in range(c):
+            out[ch] = (e[e1, now, ch] - e[e2, now, ch]) + e[e3, now, ch]
+    else:
+        for ch in range(c):
+            out[ch] = ((e[e1, now, ch] - e[e2, now, ch]) + e[e3, now, ch]) - e[e3, before, ch]

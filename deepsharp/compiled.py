@@ -19,9 +19,9 @@ it, these inner loops run as compiled passes instead of a dozen numpy calls each
   one; its backward pass's six arithmetic passes as two loops around numpy's exp;
 - `conv_relu_max_pool`'s backward routing of each window's gradient to its first largest
   candidate (`deepsharp.tensors.ops.conv_pool`): 16 passes in one;
-- two of its Winograd transforms (`deepsharp.tensors.ops.winograd`, kernels in
-  `deepsharp._kernels_winograd`): the input's, forward (8 passes in one, 1.9x), and the
-  candidates' gradients', back (8 in one, 1.8x).
+- three of its Winograd transforms (`deepsharp.tensors.ops.winograd`, kernels in
+  `deepsharp._kernels_winograd`): the input's, forward (8 passes in one, 1.9x), the candidates'
+  gradients', back (8 in one, 1.8x), and the input gradient's scatter (2.1x).
 
 Each kernel does numpy's float32 operations in numpy's order with no fast-math licence (no fused
 multiply-add, no reassociation; `error_model="numpy"` only lets the loop vectorise), so its

@@ -186,6 +186,26 @@ def test_the_compiled_gradients_transform_is_numpys_bit_for_bit(rows, start, cha
     np.testing.assert_array_equal(_bits(got), _bits(expected))
 
 
+@pytest.mark.parametrize("images, tiles, channels", [(3, (5, 5), 32), (2, (1, 1), 3),
+                                                     (2, (2, 3), 5), (1, (3, 1), 1)])
+def test_the_compiled_input_gradient_scatter_is_numpys_bit_for_bit(images, tiles, channels):
+    """winograd_input_scatter against input_grad's two _b_scatter passes (through input_grad,
+    with and without compiled()): every place the tiles reach, in numpy's order of additions,
+    the places past them untouched."""
+    from deepsharp.compiled import compiled
+
+    th, tw = tiles
+    dm = _awkward((16, images * th * tw, 4), images + channels)
+    u = _awkward((16, channels, 4), th + tw)
+    expected = np.full((images, 2 * th + 3, 2 * tw + 3, channels), 9, np.float32)
+    got = expected.copy()
+    with np.errstate(all="ignore"):
+        winograd.input_grad(dm, u, expected, tiles)
+        with compiled():
+            winograd.input_grad(dm, u, got, tiles)
+    np.testing.assert_array_equal(_bits(got), _bits(expected))
+
+
 @pytest.mark.parametrize("chunk", [winograd.CHUNK_TILES, 1])   # 1: an image a run
 def test_the_winograd_block_gives_numpys_numbers_with_the_compiled_transforms(monkeypatch,
                                                                              counted, chunk):
@@ -200,6 +220,7 @@ def test_the_winograd_block_gives_numpys_numbers_with_the_compiled_transforms(mo
     with compiled():
         assert kernel("winograd_input") is not None  # (the kernels run, not numpy's passes)
         assert kernel("winograd_output_grad") is not None
+        assert kernel("winograd_input_scatter") is not None
         got = _run(x, w, b, (0, 0, 0, 0), grad)
     assert len(counted) == (2 if chunk > 75 else 6)
     for a, e in zip(got, expected):

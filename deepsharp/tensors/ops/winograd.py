@@ -207,7 +207,12 @@ def input_grad(dm: np.ndarray, u: np.ndarray, gx: np.ndarray, tiles) -> None:
     lies (tiles overlap by two places)."""
     th, tw = tiles
     n, c = gx.shape[0], gx.shape[-1]
-    dv = np.matmul(dm, u.transpose(0, 2, 1)).reshape(4, 4, n, th, tw, c)
+    dv = np.matmul(dm, u.transpose(0, 2, 1))
+    scatter = kernel("winograd_input_scatter")
+    if scatter is not None and gx.flags.c_contiguous:  # (deepsharp.compiled: the same numbers)
+        scatter(dv, gx, th, tw)
+        return
+    dv = dv.reshape(4, 4, n, th, tw, c)
     height, width = 2 * th + 2, 2 * tw + 2
     rows = np.empty((4, n, height, tw, c), dm.dtype)            # rows placed, columns per b
     _b_scatter(dv[0], dv[1], dv[2], dv[3], rows)
