@@ -25,7 +25,8 @@ it, these inner loops run as compiled passes instead of a dozen numpy calls each
 
 Each kernel does numpy's float32 operations in numpy's order with no fast-math licence (no fused
 multiply-add, no reassociation; `error_model="numpy"` only lets the loop vectorise), so its
-results are bit-identical to the numpy path; tests/deepsharp/test_compiled.py holds both paths to
+results are bit-identical to the numpy path (a NaN made from two NaNs in a Winograd transform's
+sum may carry the other one's payload and sign: LLVM may swap a sum's operands); tests/deepsharp/test_compiled.py holds both paths to
 exact equality. Transcendental functions stay numpy's calls (exp, erf; numba's own tanh is the
 scalar libm's, 8x slower than numpy's vectorised one and not its numbers), except float32 tanh
 in the LSTM's kernels: `deepsharp._tanh32` is numpy's own algorithm (SVML's table and fused
