@@ -1,4 +1,4 @@
-"""The numba kernels of three of Winograd F(2x2, 3x3)'s transforms (`deepsharp.tensors.ops.winograd`:
+"""The numba kernels of three of Winograd F(2x2, 3x3)'s transforms (deepsharp.tensors.ops.winograd:
 the input's, forward; the candidates' gradients' and the input gradient's scatter, back), for
 `deepsharp.compiled` (imported only when it is on; `deepsharp._kernels` names them).
 

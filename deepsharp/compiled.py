@@ -26,13 +26,14 @@ it, these inner loops run as compiled passes instead of a dozen numpy calls each
 Each kernel does numpy's float32 operations in numpy's order with no fast-math licence (no fused
 multiply-add, no reassociation; `error_model="numpy"` only lets the loop vectorise), so its
 results are bit-identical to the numpy path (a NaN made from two NaNs in a Winograd transform's
-sum may carry the other one's payload and sign: LLVM may swap a sum's operands); tests/deepsharp/test_compiled.py holds both paths to
-exact equality. Transcendental functions stay numpy's calls (exp, erf; numba's own tanh is the
-scalar libm's, 8x slower than numpy's vectorised one and not its numbers), except float32 tanh
-in the LSTM's kernels: `deepsharp._tanh32` is numpy's own algorithm (SVML's table and fused
-multiply-adds, as fast as numpy's), the same bits for all 2^32 inputs, used only where a probe
-finds numpy's numbers. The whole-sequence kernels make each step's product by numpy's own BLAS
-(`deepsharp._blas`: numpy's cblas_sgemm, called as numpy's matmul calls it, checked once).
+sum may carry the other one's payload and sign: LLVM may swap a sum's operands);
+tests/deepsharp/test_compiled.py holds both paths to exact equality. Transcendental functions
+stay numpy's calls (exp, erf; numba's own tanh is the scalar libm's, 8x slower than numpy's
+vectorised one and not its numbers), except float32 tanh in the LSTM's kernels:
+`deepsharp._tanh32` is numpy's own algorithm (SVML's table and fused multiply-adds, as fast as
+numpy's), the same bits for all 2^32 inputs, used only where a probe finds numpy's numbers.
+The whole-sequence kernels make each step's product by numpy's own BLAS (`deepsharp._blas`:
+numpy's cblas_sgemm, called as numpy's matmul calls it, checked once).
 
 Cost: numba 0.68 and llvmlite 0.50 are about 45 MB of wheels (210 MB installed) and install in
 about 25 s; each kernel compiles on its first call in a process (about 2 s), then loads from
