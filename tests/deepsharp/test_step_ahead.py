@@ -52,6 +52,16 @@ def _watched(kind: str, monkeypatch):
     return network, optimizer, before, begun
 
 
+def _fit_fails(kind: str, network, optimizer, error: type, match: str, **options) -> None:
+    """Two epochs of `kind`'s data inside data_parallel(2, split="kernels") (BLAS at one
+    thread), which must raise `error` (matching `match`)."""
+    x, y = _data(kind)
+    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
+            pytest.raises(error, match=match):
+        network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=12, epochs=2,
+                    seed=3, progress=False, **options)
+
+
 def _train(kind: str, monkeypatch, ahead: bool = True, optimizer=None, epochs: int = 3,
            batch_size: int = 12, frozen: str | None = None, numba: bool = False):
     """(the network, its optimizer, the history, steps begun ahead and taken) after training
@@ -142,11 +152,7 @@ def test_a_failed_backward_pass_leaves_the_optimizer_as_it_was(monkeypatch):
         return product(a, b)
 
     monkeypatch.setattr(_cblas, "matmul", failing)
-    x, y = _data("cnn")
-    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
-            pytest.raises(OpError, match="a backward pass that fails"):
-        network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=12, epochs=2,
-                    seed=3, progress=False)
+    _fit_fails("cnn", network, optimizer, OpError, "a backward pass that fails")
     assert begun[-1] is not None and begun[-1].deferred._job is not None  # it ran, then failed
     assert getattr(optimizer, "_ahead", None) is None
     _same(_state(network, optimizer), before[-1])
@@ -172,11 +178,7 @@ def test_a_part_that_fails_on_the_worker_fails_the_step_and_changes_nothing(monk
         return [2, 3, 4, 5], [(ends[1], ends[3]), (ends[3], ends[5])], ([0, 1], [(0, ends[1])])
 
     monkeypatch.setattr(step_ahead, "_places", two_runs)
-    x, y = _data("mlp")
-    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
-            pytest.raises(FloatingPointError, match="overflow in the part"):
-        network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=12, epochs=2,
-                    seed=3, progress=False)
+    _fit_fails("mlp", network, optimizer, FloatingPointError, "overflow in the part")
     _same(_state(network, optimizer), before[-1])
 
 
@@ -325,11 +327,8 @@ def test_an_error_between_the_pass_and_the_step_leaves_the_optimizer_as_it_was(e
     interrupts): fit raises it, and Adam's moments and step counts are those of before that
     batch, the part taken back (no step half begun left pending)."""
     network, optimizer, before, begun = _watched("mlp", monkeypatch)
-    x, y = _data("mlp")
-    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
-            pytest.raises(error, match="the metric fails"):
-        network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=12, epochs=2,
-                    seed=3, progress=False, metrics=[_Failing(3, error)])  # (a replay)
+    _fit_fails("mlp", network, optimizer, error, "the metric fails",
+               metrics=[_Failing(3, error)])  # (fails in a replay)
     assert begun and begun[-1] is not None and begun[-1].deferred._job is not None
     try:  # (the worker done with the part: nothing changes the state after this)
         begun[-1].deferred._job.result()
@@ -383,11 +382,7 @@ def test_a_step_interrupted_while_it_waits_for_its_part_leaves_the_optimizer_as_
 
     monkeypatch.setattr(step_ahead, "_update", slow)
     monkeypatch.setattr(two_threads.Job, "result", interrupted)
-    x, y = _data("mlp")
-    with threadpool_limits(1, "blas"), data_parallel(2, split="kernels"), \
-            pytest.raises(KeyboardInterrupt, match="interrupted"):
-        network.fit(x, y, loss=CrossEntropy(), optimizer=optimizer, batch_size=12, epochs=2,
-                    seed=3, progress=False)
+    _fit_fails("mlp", network, optimizer, KeyboardInterrupt, "interrupted")
     assert release.wait(10)
     monkeypatch.setattr(two_threads.Job, "result", result)
     begun[-1].deferred._job.result()  # (the worker done with the part)

@@ -141,8 +141,8 @@ def test_the_benchmark_cnn_exports_with_its_winograd_block_within_1e_5(counted):
 
 
 def _awkward(shape, seed):
-    """Values with signed zeros, subnormals and near-overflow ones among them (every float32
-    sum and difference of them a number, or an infinity)."""
+    """Values with signed zeros, subnormals and near-overflow ones among them (their sums may
+    overflow to infinities, and those make NaNs further on: the bits are compared all the same)."""
     generator = np.random.default_rng(seed)
     a = generator.standard_normal(shape).astype(np.float32)
     special = np.array([0.0, -0.0, 1e-40, -1e-40, 1e-45, 3e38, -3e38, 1.0, -1.0], np.float32)
