@@ -3,11 +3,13 @@
 deepsharp from its tree), rounds interleaved, CPU time at 1 thread (BLAS held at 1); with
 `--split kernels` (or `batch`), wall time at 2 threads instead: deepsharp inside
 `data_parallel(2, split=...)`, PyTorch at 2 threads, each round after a quarter second's rest
-(the last round's BLAS workers spin on for about 0.1 s); with `--compiled`, deepsharp's epochs
-inside `deepsharp.compiled.compiled()` (the optional numba kernels).
+(the last round's BLAS workers spin on for about 0.1 s); with `--split none`, likewise, but
+deepsharp as it runs by default at two threads (numpy's BLAS at 2 threads, no data_parallel:
+run.py's `wall2` row); with `--compiled`, deepsharp's epochs inside
+`deepsharp.compiled.compiled()` (the optional numba kernels).
 
-    .venv/bin/python benchmarks/ab_trees.py TREE_A TREE_B [ROUNDS] [BENCH] [--split kernels]
-                                            [--compiled]
+    .venv/bin/python benchmarks/ab_trees.py TREE_A TREE_B [ROUNDS] [BENCH]
+                                            [--split kernels|batch|none] [--compiled]
     # e.g. /work/main /work/mlp3 15 mlp;  /work/main /work/cnn4 20 cnn --split kernels
 
 Prints each one's best and median ms a step, and B against A as the ratio of the bests and the
@@ -34,7 +36,7 @@ def _serve(tree: str | None, bench: str, conn, split: str | None = None,
 
     module = importlib.import_module(f"bench_{bench}")
     clock = time.process_time if split is None else time.perf_counter
-    with threadpool_limits(limits=1, user_api="blas"):
+    with threadpool_limits(limits=2 if split == "none" else 1, user_api="blas"):
         if tree is None:
             import torch
 
@@ -45,7 +47,8 @@ def _serve(tree: str | None, bench: str, conn, split: str | None = None,
 
             assert Path(deepsharp.__file__).resolve().is_relative_to(Path(tree).resolve()), \
                 deepsharp.__file__
-            train = module.deepsharp_epoch(1) if split is None else _split(module, split)
+            train = (module.deepsharp_epoch(1) if split in (None, "none")
+                     else _split(module, split))
             if numba:
                 train = _compiled(train)
         train()

@@ -37,7 +37,8 @@ def main(names: list[str]) -> list[dict]:
         from side_by_side import print_table
 
         print("\nsummary: ms per step (best kept round); x torch, x best: PyTorch's time over "
-              "deepsharp's (above 1: deepsharp faster)")
+              "deepsharp's (above 1: deepsharp faster); paired: the median over turns of "
+              "PyTorch best's round over deepsharp's")
         print_table([row for row in rows if "measure" in row])  # training rows (side_by_side)
         print(machine())
     return rows

@@ -31,7 +31,9 @@ thresholds, thread pools: PyTorch's first run once made deepsharp's CNN step 1.7
 shared process than in a user's). Each framework's best
 (lowest) kept round is its figure; `x torch` and `x best` are PyTorch's time over deepsharp's,
 `numba x best` PyTorch best's over deepsharp with compiled kernels
-(above 1: deepsharp is faster).
+(above 1: deepsharp is faster). Each `paired` column beside them is the median, over the turns
+in which both kept a round, of PyTorch best's round over deepsharp's: the two ran seconds apart,
+so it moves less with the machine's load than a ratio of two bests.
 """
 
 from __future__ import annotations
@@ -125,8 +127,8 @@ def _serve(module: str, label: str, count: int, conn) -> None:
 
 
 def _rounds(workers: dict[str, _Worker], busy_check: bool) -> dict[str, dict]:
-    """Interleaved rounds: per framework, the kept (cpu, wall) times and the count of busy rounds
-    discarded."""
+    """Interleaved rounds: per framework, the kept (cpu, wall, turn) rounds and the count of busy
+    rounds discarded (turn: the round of the interleaving it ran in, for `_paired`)."""
     kept: dict[str, list[tuple[float, float]]] = {label: [] for label in workers}
     busy = {label: 0 for label in workers}
     labels = list(workers)
@@ -143,7 +145,7 @@ def _rounds(workers: dict[str, _Worker], busy_check: bool) -> dict[str, dict]:
             if busy_check and (cpu < BUSY * wall or others > OTHERS * wall):
                 busy[label] += 1
             else:
-                kept[label].append((cpu, wall))
+                kept[label].append((cpu, wall, turn))
     return {label: {"kept": kept[label], "busy": busy[label]} for label in workers}
 
 
@@ -181,7 +183,20 @@ def _row(name: str, measure_name: str, results: dict, index: int, steps: int,
     row["x torch"] = row["torch"] / row["deepsharp"]
     row["x best"] = row["torch best"] / row["deepsharp"]
     row["numba x best"] = row["torch best"] / row["numba"]
+    best = results["torch best"]["kept"]
+    for mine, column in (("deepsharp", "x best paired"), ("numba", "numba x best paired")):
+        row[column] = _paired(best, results[instead.get(mine, mine)]["kept"], index)
     return row
+
+
+def _paired(theirs: list, ours: list, index: int) -> float:
+    """The median, over the turns in which both kept a round, of their round's time over ours:
+    two rounds of one turn ran a few seconds apart, under much the same load, so the ratio moves
+    less with the machine than the ratio of two bests taken minutes apart (nan without a turn
+    in common)."""
+    by_turn = {t[2]: t[index] for t in theirs}
+    ratios = [by_turn[t[2]] / t[index] for t in ours if t[2] in by_turn]
+    return statistics.median(ratios) if ratios else float("nan")
 
 
 def report(name: str, trainers: "Trainers", steps: int) -> list[dict]:
@@ -192,19 +207,21 @@ def report(name: str, trainers: "Trainers", steps: int) -> list[dict]:
 
 
 HEADER = (f"{'benchmark':<13}{'measure':<8}{'deepsharp':>10}{'numba':>8}{'torch':>8}{'best':>8}"
-          f"{'x torch':>9}{'x best':>8}{'numba x best':>14}  busy rounds discarded "
-          f"(deepsharp/numba/torch/best)")
+          f"{'x torch':>9}{'x best':>8}{'paired':>8}{'numba x best':>14}{'paired':>8}  busy rounds "
+          f"discarded (deepsharp/numba/torch/best)")
 
 
 def print_table(rows: list[dict], header: bool = True) -> None:
-    """ms per step (the best kept round), the ratios, and how many busy rounds were dropped."""
+    """ms per step (the best kept round), the ratios (of the bests, and paired by turn against
+    PyTorch's best), and how many busy rounds were dropped."""
     if header:
         print(HEADER)
     for row in rows:
         busy = "/".join(str(row[f"{label} busy"]) for label in LABELS)
         print(f"{row['benchmark']:<13}{row['measure']:<8}{row['deepsharp']:>10.2f}"
               f"{row['numba']:>8.2f}{row['torch']:>8.2f}{row['torch best']:>8.2f}"
-              f"{row['x torch']:>9.2f}{row['x best']:>8.2f}{row['numba x best']:>14.2f}"
+              f"{row['x torch']:>9.2f}{row['x best']:>8.2f}{row['x best paired']:>8.2f}"
+              f"{row['numba x best']:>14.2f}{row['numba x best paired']:>8.2f}"
               f"  {busy if row['measure'].startswith('wall') else '-'}")
 
 

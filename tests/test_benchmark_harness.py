@@ -43,7 +43,7 @@ def test_a_measure_that_never_gets_a_quiet_round_gives_nan():
 
 def test_the_dp_row_takes_deepsharps_columns_from_the_split_trainers():
     def kept(seconds):
-        return {"kept": [(seconds, seconds), (seconds * 2, seconds * 2)], "busy": 0}
+        return {"kept": [(seconds, seconds, 0), (seconds * 2, seconds * 2, 1)], "busy": 0}
 
     results = {"deepsharp": kept(4.0), "numba": kept(3.0), "deepsharp dp": kept(5.0),
                "numba dp": kept(2.0), "torch": kept(3.0), "torch best": kept(2.5)}
@@ -54,6 +54,25 @@ def test_the_dp_row_takes_deepsharps_columns_from_the_split_trainers():
     assert split["numba"] == pytest.approx(2.0) and split["torch"] == default["torch"]
     assert split["x best"] == pytest.approx(2.5 / 5.0)
     assert default["deepsharp median"] == pytest.approx(6.0)
+    assert split["x best paired"] == pytest.approx(2.5 / 5.0)  # both turns: 2.5/5 and 5/10
+    assert split["numba x best paired"] == pytest.approx(2.5 / 2.0)
+
+
+def test_the_paired_ratio_is_the_median_of_the_turns_both_kept():
+    """PyTorch best's round over deepsharp's, turn by turn; a turn in which either round was
+    discarded as busy pairs nothing; no turn in common gives nan."""
+    theirs = [(2.0, 2.0, 0), (3.0, 3.0, 1), (9.0, 9.0, 3)]
+    ours = [(1.0, 1.0, 0), (2.0, 2.0, 1), (1.0, 1.0, 2), (1.0, 1.0, 4)]
+    assert side_by_side._paired(theirs, ours, 1) == pytest.approx(1.75)  # 2/1 and 3/2
+    busy = {"kept": [], "busy": 2}
+    results = {label: {"kept": ours, "busy": 0} for label in side_by_side.LABELS}
+    results["torch best"] = busy
+    row = side_by_side._row("x", "wall2", results, 1, 1, {})
+    assert row["x best paired"] != row["x best paired"]  # nan
+    paired = side_by_side._rounds({"a": _Scripted([(0.5, 1.0, 0.0)] + [(1.0, 1.0, 0.0)] * 5),
+                                   "b": _Scripted([(2.0, 2.0, 0.0)] * 6)}, busy_check=True)
+    assert [t[2] for t in paired["a"]["kept"]] == [1, 2, 3, 4, 5]  # turn 0 was busy
+    assert side_by_side._paired(paired["b"]["kept"], paired["a"]["kept"], 1) == 2.0
 
 
 def test_the_dp_trainers_split_the_batch_and_the_default_ones_do_not():
