@@ -129,7 +129,7 @@ def _serve(module: str, label: str, count: int, conn) -> None:
 def _rounds(workers: dict[str, _Worker], busy_check: bool) -> dict[str, dict]:
     """Interleaved rounds: per framework, the kept (cpu, wall, turn) rounds and the count of busy
     rounds discarded (turn: the round of the interleaving it ran in, for `_paired`)."""
-    kept: dict[str, list[tuple[float, float]]] = {label: [] for label in workers}
+    kept: dict[str, list[tuple[float, float, int]]] = {label: [] for label in workers}
     busy = {label: 0 for label in workers}
     labels = list(workers)
     for turn in range(MAX_ROUNDS):

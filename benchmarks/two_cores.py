@@ -5,10 +5,10 @@ over two (numpy's BLAS at 1 thread each), wall time, best of several repeats.
 
 - **elementwise**: `np.add(a, b, out=c)` over float32 arrays of each size, as many calls as make
   about 0.2 s on one thread; two threads make half the calls each, on arrays of their own. numpy
-  releases the GIL inside each call (above 500 values) and takes it back after: between the calls
+  releases the GIL inside each call (but the smallest) and takes it back after: between the calls
   the two threads take turns at the GIL, and a thread that waits for it sleeps until woken.
 - **copy**: a strided copy (a channels-first turn of a 64 x 26 x 26 x 32 batch, 5.5 MB).
-- **product**: a float32 product (2704 x 288) @ (288 x 64), the CNN's second block's size.
+- **product**: a float32 product (2704 x 288) @ (288 x 64), 100 MFLOP.
 - **hand-off**: one round trip to deepsharp's worker thread (deepsharp.tensors.ops.two_threads),
   a job that does nothing: the fixed cost of each split a kernel makes.
 
