@@ -124,6 +124,56 @@ def gelu_grad_finish(x, cdf, g, b):
 
 
 @njit(**_JIT)
+def _maximum(a, b):
+    """numpy's maximum of two values: a where a > b or a is NaN, else b (of two equal values,
+    signed zeros among them, the second)."""
+    return a if (a > b) | (a != a) else b
+
+
+@njit(**_JIT)
+def pool_of_four(products, bias, with_bias, best, pre, out, first, start, stop):
+    """`conv_relu_max_pool`'s max, bias and relu over four candidates (a 2 x 2 pool) for the rows
+    start..stop, numpy's five passes in their order (best = max(max(max(c0, c1), c2), c3),
+    pre = best + bias, out = max(pre, 0)), and `first`, the first candidate equal to best (3
+    where none is: a NaN), read while the candidates are in cache, so the backward pass routes
+    by it (route_by_first) instead of reading the candidates again. Without a bias, pre is best
+    (the same array)."""
+    rows, channels = best.shape
+    zero = best.dtype.type(0)
+    for m in range(start, stop):
+        for o in range(channels):
+            c0 = products[0, m, o]
+            c1 = products[1, m, o]
+            c2 = products[2, m, o]
+            b = _maximum(_maximum(_maximum(c0, c1), c2), products[3, m, o])
+            best[m, o] = b
+            q = b + bias[o] if with_bias else b
+            pre[m, o] = q
+            out[m, o] = _maximum(q, zero)
+            # (the four comparisons written out: a loop over the candidates would not vectorise)
+            first[m, o] = 0 if c0 == b else (1 if c1 == b else (2 if c2 == b else 3))
+
+
+@njit(**_JIT)
+def route_by_first(first, pre, grad, g, routed, start, stop):
+    """`conv_relu_max_pool`'s backward routing for the rows start..stop by the first largest
+    candidate pool_of_four found: g = grad * (pre > 0) (relu's rule), routed[p] = g where p is
+    that candidate, else g * 0 (numpy's g * False)."""
+    rows, channels = g.shape
+    zero = g.dtype.type(0)
+    one = g.dtype.type(1)
+    for m in range(start, stop):
+        for o in range(channels):
+            gi = grad[m, o] * (one if pre[m, o] > zero else zero)
+            g[m, o] = gi
+            k = first[m, o]  # four stores written out: a loop over them would not vectorise
+            routed[0, m, o] = gi * (one if k == 0 else zero)
+            routed[1, m, o] = gi * (one if k == 1 else zero)
+            routed[2, m, o] = gi * (one if k == 2 else zero)
+            routed[3, m, o] = gi * (one if k == 3 else zero)
+
+
+@njit(**_JIT)
 def route_to_first_max(products, best, g, routed, start, stop):
     """`conv_relu_max_pool`'s backward routing of the rows start..stop: routed[p] = g where
     candidate p is the first (in p order) to equal the window's largest value, else g * 0

@@ -18,7 +18,10 @@ it, these inner loops run as compiled passes instead of a dozen numpy calls each
 - GELU's forward pass with erf32 (`deepsharp.tensors.ops.activations`): 24 arithmetic passes in
   one; its backward pass's six arithmetic passes as two loops around numpy's exp;
 - `conv_relu_max_pool`'s backward routing of each window's gradient to its first largest
-  candidate (`deepsharp.tensors.ops.conv_pool`): 16 passes in one;
+  candidate (`deepsharp.tensors.ops.conv_pool`): 16 passes in one; and with a 2 x 2 pool on the
+  direct path, the max, bias and relu in one pass that also keeps each window's first largest
+  candidate (one byte), which the backward pass then routes by (relu's rule included), so the
+  candidates (4 values a pooled value) are not read again nor kept;
 - three of its Winograd transforms (`deepsharp.tensors.ops.winograd`, kernels in
   `deepsharp._kernels_winograd`): the input's, forward (8 passes in one, 1.9x), the candidates'
   gradients', back (8 in one, 1.8x), and the input gradient's scatter (2.1x).

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from deepsharp import Adam, AdamW, MeanSquaredError, Parameter, RandomStream, Sequential, Shape
-from deepsharp.compiled import available, compiled
+from deepsharp.compiled import available, compiled, kernel
 from deepsharp.errors import SpecError
 from deepsharp.tensors import Tensor, apply
 
@@ -80,37 +80,96 @@ def test_gelu_kernel_is_bit_identical_to_numpy():
         np.testing.assert_array_equal(a, b)
 
 
+def _pooled_conv(x, w, b, grad, forward_on, backward_on, split):
+    """conv_relu_max_pool's output and gradients, its forward pass inside compiled() or not, its
+    backward pass likewise (inside data_parallel(2, split="kernels") when `split`)."""
+    from deepsharp.parallel import data_parallel
+
+    tensors = [Tensor(a, requires_grad=True) for a in (x, w) + (() if b is None else (b,))]
+    with data_parallel(2 if split else 1, split="kernels"):
+        with compiled(forward_on):
+            y = apply("conv_relu_max_pool", *tensors, pads=(0, 0, 0, 0), pool=(2, 2))
+            loss = (y * Tensor(grad)).sum()
+        with compiled(backward_on):
+            loss.backward()
+    return [y._data] + [t.grad for t in tensors]
+
+
 @pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("channels", [2, 24])  # 24: the Winograd path's candidates
-def test_max_pool_routing_kernel_is_bit_identical_to_numpy(channels, split, monkeypatch):
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_max_pool_routing_kernel_is_bit_identical_to_numpy(channels, split, with_bias,
+                                                           monkeypatch):
     """Random values, a constant image (every candidate tied) and an image with a NaN (windows
-    whose largest value is NaN) under an infinite gradient: the same routes, the same signed
-    zeros, the same NaNs; also routed in row ranges (split: one Winograd run an image, and
-    inside data_parallel(2, split="kernels") the direct path's two halves at once)."""
-    from deepsharp.parallel import data_parallel
+    whose largest value is NaN) under an infinite gradient: the same outputs, routes, signed
+    zeros and NaNs; also routed in row ranges (split: one Winograd run an image, and inside
+    data_parallel(2, split="kernels") the direct path's two halves at once); and with the
+    forward pass compiled and the backward not, or the other way round (the direct path's
+    compiled forward keeps each window's first largest candidate instead of the candidates)."""
     from deepsharp.tensors.ops import winograd
 
     if split:
         monkeypatch.setattr(winograd, "CHUNK_TILES", 4)
     generator = np.random.default_rng(4)
     w = generator.standard_normal((3, 3, channels, 5)).astype(np.float32)
-    b = generator.standard_normal(5).astype(np.float32)
+    b = generator.standard_normal(5).astype(np.float32) if with_bias else None
     with_nan = generator.standard_normal((2, 9, 8, channels)).astype(np.float32)
     with_nan[1, 4, 3, 0] = np.nan
+    zeros = np.zeros((2, 9, 8, channels), np.float32)  # -0 + 0: the bias's sum's signed zero
+    zeros[0, :, :, 0] = -0.0
     for x in (generator.standard_normal((2, 9, 8, channels)).astype(np.float32),
-              np.ones((2, 9, 8, channels), np.float32), with_nan):
+              np.ones((2, 9, 8, channels), np.float32), with_nan, zeros):
         grad = generator.standard_normal((2, 3, 3, 5)).astype(np.float32)
         grad[1, 1, 1, :2] = np.inf
-        results = []
-        for on in (True, False):
-            tensors = [Tensor(a, requires_grad=True) for a in (x, w, b)]
-            with compiled(on), data_parallel(2 if split else 1, split="kernels"):
-                y = apply("conv_relu_max_pool", *tensors, pads=(0, 0, 0, 0), pool=(2, 2))
-                (y * Tensor(grad)).sum().backward()
-            results.append([t.grad for t in tensors])
-        for a, b_ in zip(*results):
-            np.testing.assert_array_equal(a, b_)
-            np.testing.assert_array_equal(np.signbit(a), np.signbit(b_))
+        numpy_path = _pooled_conv(x, w, b, grad, False, False, split)
+        for forward_on, backward_on in ((True, True), (True, False), (False, True)):
+            got = _pooled_conv(x, w, b, grad, forward_on, backward_on, split)
+            for a, b_ in zip(got, numpy_path):
+                np.testing.assert_array_equal(a, b_)
+                np.testing.assert_array_equal(np.signbit(a), np.signbit(b_))
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_the_four_candidate_pool_kernels_are_numpys_passes_bit_for_bit(with_bias):
+    """pool_of_four against numpy's max, bias and relu, and route_by_first against numpy's
+    routing, on candidates with signed zeros (max(-0, +0) is numpy's second operand), NaNs of
+    both signs, infinities, subnormals and ties between candidates, in two row ranges."""
+    from deepsharp.tensors.ops import conv_pool
+
+    generator = np.random.default_rng(7)
+    m, o = 300, 19
+    special = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1e-45, -1e-45, 3e38],
+                       np.float32)
+
+    def awkward(shape):
+        a = generator.standard_normal(shape).astype(np.float32)
+        places = generator.random(shape) < 0.2
+        a[places] = special[generator.integers(0, len(special), int(places.sum()))]
+        return a
+
+    products = awkward((4, m, o))
+    tied = generator.random((m, o)) < 0.2
+    products[1][tied] = products[0][tied]  # ties between candidates
+    products[2, :50], products[3, 50:100] = -0.0, 0.0  # signed zeros against each other
+    bias = awkward(o) if with_bias else None
+    grad = awkward((m, o))
+    with np.errstate(all="ignore"):
+        best, pre, out, none = conv_pool._max_bias_relu(products, bias)
+        with compiled():
+            got = conv_pool._max_bias_relu(products, bias)
+        assert none is None and got[3].dtype == np.uint8
+        for a, b in zip((best, pre, out), got[:3]):
+            np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+        g = grad * (pre > 0)
+        routed = np.empty_like(products)
+        conv_pool._route_to_first_max(products, best, g, routed)
+        kernel_g, kernel_routed = np.empty_like(g), np.empty_like(routed)
+        with compiled():
+            route = kernel("route_by_first")
+        for start, stop in ((0, 131), (131, m)):
+            route(got[3], got[1], grad, kernel_g, kernel_routed, start, stop)
+    np.testing.assert_array_equal(kernel_g.view(np.uint32), g.view(np.uint32))
+    np.testing.assert_array_equal(kernel_routed.view(np.uint32), routed.view(np.uint32))
 
 
 def test_compiled_without_numba_names_the_extra(monkeypatch):

@@ -92,27 +92,38 @@ class ConvReluMaxPool:
             size = (x.shape[0] * int(np.prod(pooled)), w.shape[-1])
             best, pre, out, rows = _pooling(size, np.result_type(xp, w), bias)
             cols, products = winograd.forward(xp, u, pooled, rows)     # (4, tiles, O)
+            first = None
         else:
             cols = _pool_ordered_cols(xp, kernel, pool, pooled)         # (P, M, K)
             products = _product(cols, w.reshape(-1, w.shape[-1]))      # (P, M, O)
-            best, pre, out = _max_bias_relu(products, bias)
+            best, pre, out, first = _max_bias_relu(products, bias)
+            if first is not None:  # the windows' first largest candidates, not the candidates
+                products = None
         return out.reshape(x.shape[0], *pooled, w.shape[-1]), (cols, products, best, pre,
-                                                               xp.shape)
+                                                               xp.shape, first)
 
     def backward(grad, saved, x, w, *bias, pads, pool):
-        cols, products, best, pre, padded = saved
+        cols, products, best, pre, padded, first = saved
         out_channels = w.shape[-1]
         grad2d = grad.reshape(-1, out_channels)
         g = np.empty(grad2d.shape, grad2d.dtype)
-        routed = np.empty_like(products)
+        routed = np.empty((len(products) if first is None else 4, *best.shape), best.dtype)
 
-        compiled = kernel("route_to_first_max")
+        compiled = kernel("route_to_first_max" if first is None else "route_by_first")
+        if first is not None and compiled is not None:
+            grad2d = np.ascontiguousarray(grad2d)
 
         def route(r: slice) -> None:  # rows r of g and routed
+            if first is not None and compiled is not None:  # relu's rule and the route in one
+                compiled(first, pre, grad2d, g, routed, r.start, r.stop)
+                return
             # relu's rule: a gradient only where the pooled value (bias added) is above zero
             np.multiply(grad2d[r], pre[r] > 0, out=g[r])
             # max_pool's rule: to the first largest candidate of each window, in row-major order
-            if compiled is not None:  # the same selection in one pass (deepsharp.compiled)
+            if first is not None:  # (found by the forward pass: deepsharp.compiled)
+                for p in range(len(routed)):
+                    np.multiply(g[r], first[r] == p, out=routed[p, r])
+            elif compiled is not None:  # the same selection in one pass (deepsharp.compiled)
                 compiled(products, best, g, routed, r.start, r.stop)
             else:
                 _route_to_first_max(products[:, r], best[r], g[r], routed[:, r])
@@ -149,15 +160,28 @@ SPLIT_VALUES = 1 << 18  # the max, bias and relu of fewer pooled values stay on 
 
 
 def _max_bias_relu(products: np.ndarray, bias: np.ndarray | None):
-    """(best, pre, out) (M, O): the largest candidate of each window, plus the bias (pre; best
-    itself without one), then relu; row by row, two halves at once under in_halves."""
+    """(best, pre, out, first) (M, O): the largest candidate of each window, plus the bias (pre;
+    best itself without one), then relu; row by row, two halves at once under in_halves. With
+    four candidates inside `compiled()`, one pass (deepsharp._kernels.pool_of_four) that also
+    finds each window's first largest candidate (`first`, uint8), so the backward pass routes by
+    it and the candidates need not be kept; else first is None."""
     best, pre, out, rows = _pooling(products.shape[1:], products.dtype, bias)
     m, o = products.shape[1:]
+    fused = (kernel("pool_of_four") if len(products) == 4 and products.flags.c_contiguous
+             and (bias is None or bias.dtype == products.dtype) else None)
+    first = None
+    if fused is not None:
+        first = np.empty((m, o), np.uint8)
+        plus = np.empty(0, products.dtype) if bias is None else bias  # (unread without one)
+
+        def rows(products: np.ndarray, r: slice) -> None:
+            fused(products, plus, bias is not None, best, pre, out, first, r.start, r.stop)
+
     if m * o >= SPLIT_VALUES:
         in_halves(lambda r: rows(products, r), m)
     else:  # a few values: handing half to the worker costs more than it saves
         rows(products, slice(0, m))
-    return best, pre, out
+    return best, pre, out, first
 
 
 def _pooling(size, dtype, bias: np.ndarray | None):
