@@ -132,12 +132,12 @@ def _maximum(a, b):
 
 @njit(**_JIT)
 def pool_of_four(products, bias, with_bias, best, pre, out, first, start, stop):
-    """`conv_relu_max_pool`'s max, bias and relu over four candidates (a 2 x 2 pool) for the rows
-    start..stop, numpy's five passes in their order (best = max(max(max(c0, c1), c2), c3),
-    pre = best + bias, out = max(pre, 0)), and `first`, the first candidate equal to best (3
-    where none is: a NaN), read while the candidates are in cache, so the backward pass routes
-    by it (route_by_first) instead of reading the candidates again. Without a bias, pre is best
-    (the same array)."""
+    """`conv_relu_max_pool`'s max, bias and relu over four candidates (a 2 x 2 pool, or a pool
+    of four along one axis) for the rows start..stop, numpy's five passes in their order
+    (best = max(max(max(c0, c1), c2), c3), pre = best + bias, out = max(pre, 0)), and `first`,
+    the first candidate equal to best (3 where none is: a NaN), read while the candidates are in
+    cache, so the backward pass routes by it (route_by_first) instead of reading the candidates
+    again. Without a bias, pre is best (the same array)."""
     rows, channels = best.shape
     zero = best.dtype.type(0)
     for m in range(start, stop):

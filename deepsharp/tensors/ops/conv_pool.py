@@ -12,7 +12,10 @@ mode: places past the last whole window are never read). Four things make it che
 - the bias and the relu come after the max, on a quarter of the values (2x2 windows): both are
   non-decreasing, so relu(max(y) + b) = max(relu(y + b)) exactly, ties included;
 - the backward pass sends each pooled gradient to the first largest candidate (as `max_pool`'s
-  rule does), only where the pooled value is above zero (as `relu`'s rule does);
+  rule does), only where the pooled value is above zero (as `relu`'s rule does); inside
+  `compiled()` the direct path with four candidates finds that candidate in the forward pass
+  (deepsharp._kernels.pool_of_four) and keeps it, one byte a pooled value, instead of the
+  candidates;
 - a float32 3x3 kernel over enough channels with a 2x2 pool takes Winograd F(2x2, 3x3)
   (`winograd.py`): one 2x2 output tile is one pool window, 2.25x fewer multiplies each way.
 
