@@ -50,7 +50,9 @@ def _serve(tree: str | None, bench: str, conn, split: str | None = None,
             train = (module.deepsharp_epoch(1) if split in (None, "none")
                      else _split(module, split))
             if numba:
-                train = _compiled(train)
+                import side_by_side
+
+                train = side_by_side._compiled(lambda _: train)(1)
         train()
         conn.send(module.BATCHES)
         while conn.recv():
@@ -68,16 +70,6 @@ def _split(module, split: str):
     made = side_by_side.deepsharp_trainer
     module.deepsharp_trainer = lambda *args, **options: made(*args, **{**options, "split": split})
     return module.deepsharp_epoch(2)
-
-
-def _compiled(train):
-    from deepsharp.compiled import compiled
-
-    def epoch():
-        with compiled():
-            return train()
-
-    return epoch
 
 
 def main(args: list[str]) -> None:

@@ -2,7 +2,10 @@
 the calling thread, the worker's jobs (by the function that handed them over), and how long the
 worker sat idle inside each span; the best (shortest) of several epochs, wall time.
 
-    .venv/bin/python benchmarks/kernel_split_timeline.py [epochs]
+    .venv/bin/python benchmarks/kernel_split_timeline.py [epochs] [--threads 1] [--compiled]
+
+(`--threads 1`: the same spans at one thread, outside the split, to set beside them; the spans
+include the conv block's parts: its im2col, product, max and the Winograd passes.)
 
 The calling thread is the step's critical path: the worker's idle time inside a span is what a
 better split of that span could win, and "outside primitives" is the fit loop's and the replay's
@@ -21,13 +24,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def main(epochs: int) -> None:
+def main(epochs: int, threads: int = 2, numba: bool = False) -> None:
     sys.path[:0] = [str(HERE), str(HERE.parent)]
+    import contextlib
+
     import bench_cnn
     from threadpoolctl import threadpool_limits
 
     from deepsharp import optimizers
-    from deepsharp.tensors.ops import two_threads
+    from deepsharp.compiled import compiled
+    from deepsharp.tensors.ops import conv_pool, two_threads, winograd
     from deepsharp.tensors.primitives import PRIMITIVES
 
     events: list[tuple[str, str, float, float]] = []  # (thread, label, start, stop)
@@ -51,13 +57,19 @@ def main(epochs: int) -> None:
 
     saved = dict(PRIMITIVES)
     step = optimizers.Adam.step
-    with threadpool_limits(limits=1, user_api="blas"):
-        train = bench_cnn.deepsharp_epoch(2)
+    parts = [(conv_pool, n) for n in ("_pool_ordered_cols", "_product", "_max_bias_relu")] + [
+        (winograd, n) for n in ("forward", "backward")]
+    kept = [getattr(module, n) for module, n in parts]
+    with threadpool_limits(limits=1, user_api="blas"), \
+            (compiled() if numba else contextlib.nullcontext()):
+        train = bench_cnn.deepsharp_epoch(threads)
         train()
         for name, prim in saved.items():
             PRIMITIVES[name] = dataclasses.replace(
                 prim, forward=timed(f"{name} forward", prim.forward),
                 backward=prim.backward and timed(f"{name} backward", prim.backward))
+        for (module, n), fn in zip(parts, kept):
+            setattr(module, n, timed(f"  (part) {module.__name__.rsplit('.', 1)[-1]}.{n}", fn))
         optimizers.Adam.step = timed("Adam.step", step)
         two_threads.on_worker = on_worker
         try:
@@ -72,6 +84,8 @@ def main(epochs: int) -> None:
         finally:
             PRIMITIVES.update(saved)
             optimizers.Adam.step, two_threads.on_worker = step, handed
+            for (module, n), fn in zip(parts, kept):
+                setattr(module, n, fn)
     _report(*best, bench_cnn.BATCHES)
 
 
@@ -93,11 +107,15 @@ def _report(wall: float, events: list, steps: int) -> None:
     print("caller's spans                              span  worker idle within (ms a step)")
     for label in sorted(spans, key=lambda k: -spans[k]):
         print(f"  {label:40s} {spans[label] * ms:6.2f} {idle[label] * ms:6.2f}")
-    print(f"  {'outside primitives':40s} {(wall - sum(spans.values())) * ms:6.2f}")
+    inside = sum(t for label, t in spans.items() if not label.startswith("  (part)"))
+    print(f"  {'outside primitives':40s} {(wall - inside) * ms:6.2f}")
     print("worker's jobs (handed over by)")
     for label in sorted(jobs, key=lambda k: -jobs[k]):
         print(f"  {label:40s} {jobs[label] * ms:6.2f}")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 6)
+    args = sys.argv[1:]
+    threads = int(args[args.index("--threads") + 1]) if "--threads" in args else 2
+    numbers = [a for i, a in enumerate(args) if a.isdigit() and args[i - 1:i] != ["--threads"]]
+    main(int(numbers[0]) if numbers else 6, threads, "--compiled" in args)

@@ -112,13 +112,14 @@ class ConvReluMaxPool:
         g = np.empty(grad2d.shape, grad2d.dtype)
         routed = np.empty((len(products) if first is None else 4, *best.shape), best.dtype)
 
-        compiled = kernel("route_to_first_max" if first is None else "route_by_first")
-        if first is not None and compiled is not None:
+        compiled = kernel("route_to_first_max") if first is None else None
+        by_first = None if first is None else kernel("route_by_first")
+        if by_first is not None:
             grad2d = np.ascontiguousarray(grad2d)
 
         def route(r: slice) -> None:  # rows r of g and routed
-            if first is not None and compiled is not None:  # relu's rule and the route in one
-                compiled(first, pre, grad2d, g, routed, r.start, r.stop)
+            if by_first is not None:  # relu's rule and the route in one pass
+                by_first(first, pre, grad2d, g, routed, r.start, r.stop)
                 return
             # relu's rule: a gradient only where the pooled value (bias added) is above zero
             np.multiply(grad2d[r], pre[r] > 0, out=g[r])
