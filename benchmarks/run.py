@@ -36,9 +36,10 @@ def main(names: list[str]) -> list[dict]:
     if rows:
         from side_by_side import print_table
 
-        print("\nsummary: ms per step (best kept round); x torch, x best: PyTorch's time over "
-              "deepsharp's (above 1: deepsharp faster); paired: the median over turns of "
-              "PyTorch best's round over deepsharp's")
+        print("\nsummary: ms per step (best kept round); x torch, x best, x faster: PyTorch's "
+              "default's, its best variant's and the faster of the two's time over deepsharp's "
+              "(above 1: deepsharp faster); paired: the median over turns of PyTorch's faster "
+              "round over deepsharp's")
         print_table([row for row in rows if "measure" in row])  # training rows (side_by_side)
         print(machine())
     return rows

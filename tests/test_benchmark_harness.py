@@ -54,8 +54,8 @@ def test_the_dp_row_takes_deepsharps_columns_from_the_split_trainers():
     assert split["numba"] == pytest.approx(2.0) and split["torch"] == default["torch"]
     assert split["x best"] == pytest.approx(2.5 / 5.0)
     assert default["deepsharp median"] == pytest.approx(6.0)
-    assert split["x best paired"] == pytest.approx(2.5 / 5.0)  # both turns: 2.5/5 and 5/10
-    assert split["numba x best paired"] == pytest.approx(2.5 / 2.0)
+    assert split["x faster paired"] == pytest.approx(2.5 / 5.0)  # both turns: 2.5/5 and 5/10
+    assert split["numba x faster paired"] == pytest.approx(2.5 / 2.0)
 
 
 def test_the_paired_ratio_is_the_median_of_the_turns_both_kept():
@@ -68,11 +68,28 @@ def test_the_paired_ratio_is_the_median_of_the_turns_both_kept():
     results = {label: {"kept": ours, "busy": 0} for label in side_by_side.LABELS}
     results["torch best"] = busy
     row = side_by_side._row("x", "wall2", results, 1, 1, {})
-    assert row["x best paired"] != row["x best paired"]  # nan
+    assert row["x faster paired"] != row["x faster paired"]  # nan
+    assert row["x faster"] != row["x faster"]
     paired = side_by_side._rounds({"a": _Scripted([(0.5, 1.0, 0.0)] + [(1.0, 1.0, 0.0)] * 5),
                                    "b": _Scripted([(2.0, 2.0, 0.0)] * 6)}, busy_check=True)
     assert [t[2] for t in paired["a"]["kept"]] == [1, 2, 3, 4, 5]  # turn 0 was busy
     assert side_by_side._paired(paired["b"]["kept"], paired["a"]["kept"], 1) == 2.0
+
+
+def test_the_targets_figure_is_pytorchs_faster_variant_turn_by_turn():
+    """Its default beats its 'best' variant in some turns (the CNN's channels_last at two
+    threads): each turn pairs ours with the faster of PyTorch's two rounds of that turn, and a
+    turn in which either variant's round was discarded pairs nothing."""
+    ours = [(1.0, 1.0, 0), (1.0, 1.0, 1), (1.0, 1.0, 2), (1.0, 1.0, 3)]
+    default = [(1.2, 1.2, 0), (2.0, 2.0, 1), (0.5, 0.5, 3)]        # turn 2 discarded
+    best = [(1.5, 1.5, 0), (1.4, 1.4, 1), (1.1, 1.1, 2)]           # turn 3 discarded
+    results = {"deepsharp": {"kept": ours, "busy": 0}, "numba": {"kept": ours, "busy": 0},
+               "torch": {"kept": default, "busy": 1}, "torch best": {"kept": best, "busy": 1}}
+    row = side_by_side._row("cnn", "wall2", results, 1, 1000, {})
+    assert side_by_side._faster(default, best, 1) == [(1.2, 1.2, 0), (1.4, 1.4, 1)]
+    assert row["x faster paired"] == pytest.approx((1.2 + 1.4) / 2)  # turns 0 and 1 only
+    assert row["x faster"] == pytest.approx(0.5)          # the bests: 0.5 (default) over 1.0
+    assert row["x best"] == pytest.approx(1.1) and row["x torch"] == pytest.approx(0.5)
 
 
 def test_the_dp_trainers_split_the_batch_and_the_default_ones_do_not():
