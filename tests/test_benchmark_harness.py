@@ -59,7 +59,7 @@ def test_the_dp_row_takes_deepsharps_columns_from_the_split_trainers():
 
 
 def test_the_paired_ratio_is_the_median_of_the_turns_both_kept():
-    """PyTorch best's round over deepsharp's, turn by turn; a turn in which either round was
+    """PyTorch's round over deepsharp's, turn by turn; a turn in which either round was
     discarded as busy pairs nothing; no turn in common gives nan."""
     theirs = [(2.0, 2.0, 0), (3.0, 3.0, 1), (9.0, 9.0, 3)]
     ours = [(1.0, 1.0, 0), (2.0, 2.0, 1), (1.0, 1.0, 2), (1.0, 1.0, 4)]
