@@ -14,7 +14,6 @@ own Python, which runs on the caller alone.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import threading
 import time
@@ -29,12 +28,12 @@ def main(epochs: int, threads: int = 2, numba: bool = False) -> None:
     import contextlib
 
     import bench_cnn
+    from profile_steps import primitives_wrapped
     from threadpoolctl import threadpool_limits
 
     from deepsharp import optimizers
     from deepsharp.compiled import compiled
     from deepsharp.tensors.ops import conv_pool, two_threads, winograd
-    from deepsharp.tensors.primitives import PRIMITIVES
 
     events: list[tuple[str, str, float, float]] = []  # (thread, label, start, stop)
 
@@ -55,7 +54,6 @@ def main(epochs: int, threads: int = 2, numba: bool = False) -> None:
         label = f"{sys._getframe(1).f_code.co_name} < {sys._getframe(2).f_code.co_name}"
         return handed(timed(label, fn), *args)
 
-    saved = dict(PRIMITIVES)
     step = optimizers.Adam.step
     parts = [(conv_pool, n) for n in ("_pool_ordered_cols", "_product", "_max_bias_relu")] + [
         (winograd, n) for n in ("forward", "backward")]
@@ -64,25 +62,21 @@ def main(epochs: int, threads: int = 2, numba: bool = False) -> None:
             (compiled() if numba else contextlib.nullcontext()):
         train = bench_cnn.deepsharp_epoch(threads)
         train()
-        for name, prim in saved.items():
-            PRIMITIVES[name] = dataclasses.replace(
-                prim, forward=timed(f"{name} forward", prim.forward),
-                backward=prim.backward and timed(f"{name} backward", prim.backward))
         for (module, n), fn in zip(parts, kept):
             setattr(module, n, timed(f"  (part) {module.__name__.rsplit('.', 1)[-1]}.{n}", fn))
         optimizers.Adam.step = timed("Adam.step", step)
         two_threads.on_worker = on_worker
         try:
-            best = None
-            for _ in range(epochs):
-                events.clear()
-                started = time.perf_counter()
-                train()
-                wall = time.perf_counter() - started
-                if best is None or wall < best[0]:
-                    best = (wall, list(events))
+            with primitives_wrapped(timed):
+                best = None
+                for _ in range(epochs):
+                    events.clear()
+                    started = time.perf_counter()
+                    train()
+                    wall = time.perf_counter() - started
+                    if best is None or wall < best[0]:
+                        best = (wall, list(events))
         finally:
-            PRIMITIVES.update(saved)
             optimizers.Adam.step, two_threads.on_worker = step, handed
             for (module, n), fn in zip(parts, kept):
                 setattr(module, n, fn)

@@ -27,7 +27,6 @@ HERE = Path(__file__).resolve().parent
 def counted(totals: dict[str, float], clock=time.process_time):
     """Every primitive rule and the optimizer's step, timed into `totals` (seconds of `clock`)."""
     from deepsharp import optimizers
-    from deepsharp.tensors.primitives import PRIMITIVES
 
     def timed(label, fn):
         def run(*args, **kwargs):
@@ -38,19 +37,31 @@ def counted(totals: dict[str, float], clock=time.process_time):
                 totals[label] += clock() - started
         return run
 
-    saved = dict(PRIMITIVES)
-    for name, prim in saved.items():
-        PRIMITIVES[name] = dataclasses.replace(
-            prim, forward=timed(f"{name} forward", prim.forward),
-            backward=prim.backward and timed(f"{name} backward", prim.backward))
     step = optimizers.Optimizer.step, optimizers.Adam.step
     optimizers.Optimizer.step = timed("optimizer", step[0])
     optimizers.Adam.step = timed("optimizer", step[1])
     try:
+        with primitives_wrapped(timed):
+            yield
+    finally:
+        optimizers.Optimizer.step, optimizers.Adam.step = step
+
+
+@contextlib.contextmanager
+def primitives_wrapped(wrap):
+    """Every primitive's forward and backward rule replaced by `wrap(label, rule)` for the
+    duration ("NAME forward", "NAME backward"), put back after (kernel_split_timeline.py too)."""
+    from deepsharp.tensors.primitives import PRIMITIVES
+
+    saved = dict(PRIMITIVES)
+    for name, prim in saved.items():
+        PRIMITIVES[name] = dataclasses.replace(
+            prim, forward=wrap(f"{name} forward", prim.forward),
+            backward=prim.backward and wrap(f"{name} backward", prim.backward))
+    try:
         yield
     finally:
         PRIMITIVES.update(saved)
-        optimizers.Optimizer.step, optimizers.Adam.step = step
 
 
 def profile(name: str, compiled: bool, wall2: bool = False) -> list[tuple[str, float]]:

@@ -10,7 +10,11 @@ over two (numpy's BLAS at 1 thread each), wall time, best of several repeats.
 - **copy**: a strided copy (a channels-first turn of a 64 x 26 x 26 x 32 batch, 5.5 MB).
 - **product**: a float32 product (2704 x 288) @ (288 x 64), 100 MFLOP.
 - **hand-off**: one round trip to deepsharp's worker thread (deepsharp.tensors.ops.two_threads),
-  a job that does nothing: the fixed cost of each split a kernel makes.
+  a job that does nothing: the fixed cost of each split a kernel makes; back to back (best of
+  the repeats' means), then the median and 90th percentile of 300 trips each made after 0, 0.2,
+  1 and 5 ms of numpy work on the caller (passes over a 1 MB array) while the worker sat idle.
+  Its core goes idle meanwhile, and waking it costs more the longer it slept: the reason a
+  kernel split pays less than its halves' own figures say.
 
 The gain is one thread's time over two threads' for the same work (2: both cores fully used;
 below 1: two threads are slower than one).
@@ -18,6 +22,7 @@ below 1: two threads are slower than one).
 
 from __future__ import annotations
 
+import statistics
 import sys
 import threading
 import time
@@ -95,6 +100,24 @@ def hand_off_us(count: int = 2000) -> float:
     return _best(trips) / count * 1e6
 
 
+def hand_off_after(gap_ms: float, trips: int = 300) -> tuple[float, float]:
+    """(median, 90th percentile) us of a round trip to the worker made after `gap_ms` of numpy
+    work on the caller, the worker idle meanwhile."""
+    from deepsharp.tensors.ops.two_threads import on_worker
+
+    values = np.ones(1 << 18, np.float32)
+    found = []
+    for _ in range(trips):
+        end = time.perf_counter() + gap_ms / 1e3
+        while time.perf_counter() < end:
+            np.multiply(values, 1.0001, out=values)
+        started = time.perf_counter()
+        on_worker(lambda: None).result()
+        found.append(time.perf_counter() - started)
+    found.sort()
+    return statistics.median(found) * 1e6, found[int(trips * 0.9)] * 1e6
+
+
 def main() -> None:
     sys.path.insert(0, str(HERE.parent))
     from threadpoolctl import threadpool_limits
@@ -109,10 +132,14 @@ def main() -> None:
         rows.append(("copy, a 5.5 MB channels-first turn", 400, *gain(_turn, 400)))
         rows.append(("product (2704 x 288) @ (288 x 64)", 400, *gain(_product, 400)))
         trip = hand_off_us()
+        after = [(gap, *hand_off_after(gap)) for gap in (0.0, 0.2, 1.0, 5.0)]
     print(f"{'work':45s} {'calls':>6s} {'1 thread ms':>12s} {'gain of 2':>10s}")
     for label, calls, alone, ratio in rows:
         print(f"{label:45s} {calls:6d} {alone:12.1f} {ratio:10.2f}")
     print(f"hand-off to deepsharp's worker and back: {trip:.1f} us a round trip")
+    for gap, median, tenth in after:
+        print(f"  after {gap:3.1f} ms of numpy work on the caller: median {median:4.0f} us, "
+              f"90th percentile {tenth:4.0f} us")
 
 
 if __name__ == "__main__":
