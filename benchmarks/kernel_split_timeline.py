@@ -5,7 +5,9 @@ worker sat idle inside each span; the best (shortest) of several epochs, wall ti
     .venv/bin/python benchmarks/kernel_split_timeline.py [epochs] [--threads 1] [--compiled]
 
 (`--threads 1`: the same spans at one thread, outside the split, to set beside them; the spans
-include the conv block's parts: its im2col, product, max and the Winograd passes.)
+include the conv block's parts: its im2col, product, max and the Winograd passes, and
+`_cblas.matmul`: the first block's kernel gradient, the one product its backward runs on the
+caller, with Adam's deferred part on the worker beside it.)
 
 The calling thread is the step's critical path: the worker's idle time inside a span is what a
 better split of that span could win, and "outside primitives" is the fit loop's and the replay's
@@ -31,7 +33,7 @@ def main(epochs: int, threads: int = 2, numba: bool = False) -> None:
     from profile_steps import primitives_wrapped
     from threadpoolctl import threadpool_limits
 
-    from deepsharp import optimizers
+    from deepsharp import _cblas, optimizers
     from deepsharp.compiled import compiled
     from deepsharp.tensors.ops import conv_pool, two_threads, winograd
 
@@ -56,7 +58,7 @@ def main(epochs: int, threads: int = 2, numba: bool = False) -> None:
 
     step = optimizers.Adam.step
     parts = [(conv_pool, n) for n in ("_pool_ordered_cols", "_product", "_max_bias_relu")] + [
-        (winograd, n) for n in ("forward", "backward")]
+        (winograd, n) for n in ("forward", "backward")] + [(_cblas, "matmul")]
     kept = [getattr(module, n) for module, n in parts]
     with threadpool_limits(limits=1, user_api="blas"), \
             (compiled() if numba else contextlib.nullcontext()):
