@@ -11,7 +11,8 @@ it, these inner loops run as compiled passes instead of a dozen numpy calls each
 - Adam's update over its flat buffers (`deepsharp.optimizers`), 5x faster at an MLP's 270k
   parameters (0.15 ms against 0.8);
 - the LSTM's and the GRU's elementwise work of one step, forward (sigmoid gates, the new cell or
-  state) and back through time (every gate's gradient), in `deepsharp.tensors.ops.recurrent`;
+  state) and back through time (every gate's gradient; with lengths, numpy masks after each
+  step's kernel), in `deepsharp.tensors.ops.recurrent`;
   the LSTM's whole step forward, its tanh included, in one pass, and (two rows or more, every
   step real) its whole sequence forward and back in one call each that holds no GIL, so the two
   shares of `data_parallel(2)` run at once;

@@ -216,6 +216,40 @@ def test_lstm_whole_step_kernel_with_lengths_is_bit_identical_to_numpy(reverse):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("kind, gates", [("lstm", 4), ("gru", 3)])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_masked_steps_back_run_the_step_kernel_bit_identical_to_numpy(kind, gates, reverse,
+                                                                       monkeypatch):
+    """With lengths (some steps skipped), the backward pass runs each step's compiled kernel and
+    then numpy's masking; every output and gradient is numpy's, bit for bit."""
+    import deepsharp.compiled
+
+    name = f"{kind}_step_grad"
+    with compiled():
+        found = kernel(name)
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return found(*args)
+
+    monkeypatch.setitem(deepsharp.compiled._KERNELS, name, counted)
+    generator = np.random.default_rng(8)
+    arrays = [generator.standard_normal(s).astype(np.float32) * 0.7
+              for s in ((5, 7, 3), (3, 6 * gates), (6, 6 * gates), (6 * gates,), (6 * gates,))]
+    lengths = np.array([7, 3, 0, 5, 1])
+    results = []
+    for on in (True, False):
+        tensors = [Tensor(a, requires_grad=True) for a in arrays]
+        with compiled(on):
+            y, h, *c = apply(kind, *tensors, Tensor(lengths), reverse=reverse)
+            ((y * y).sum() + (h * 3).sum() + sum(s.sum() for s in c)).backward()
+        results.append([y._data, h._data] + [s._data for s in c] + [t.grad for t in tensors])
+    assert len(calls) == 7  # one a step, compiled run only
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_lstm_falls_back_to_its_cell_kernel_where_tanh32_differs(monkeypatch):
     """Where the port of numpy's tanh does not give np.tanh's numbers (numpy without FMA), the
     whole-step kernel stays off and the cell kernel runs between numpy's tanh calls: the same

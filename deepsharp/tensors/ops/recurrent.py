@@ -146,7 +146,8 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
         loop(acts, cs, tcs, dy_steps, dh, dc, w_hh_t, dgates, reverse)
         return dgates
     zero = np.zeros((batch, hidden), cs.dtype)
-    compiled = kernel("lstm_step_grad") if active is None else None
+    compiled = kernel("lstm_step_grad")
+    carried = None if active is None else np.empty((batch, hidden), cs.dtype)
     local = np.empty((4, batch, hidden), cs.dtype)    # this step's gradients, gate by gate
     sq = np.empty((4, batch, hidden), cs.dtype)       # becomes s - s^2 (o, i, f), (1 - g^2) i
     cell = np.empty((batch, hidden), cs.dtype)
@@ -163,9 +164,12 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
         if dy_t is not None:
             dh += dy_t[t]
         if compiled is not None:  # the same operations in one compiled pass (deepsharp.compiled)
-            # in place: the kernel reads each value of dc before it writes it
-            compiled(a, tc, _previous(cs, t, reverse, zero), dh, dc, dgates[t], dc)
-            np.matmul(rows[t], w_hh_t, dh)
+            if active is None:  # in place: the kernel reads each value of dc before it writes it
+                compiled(a, tc, _previous(cs, t, reverse, zero), dh, dc, dgates[t], dc)
+                np.matmul(rows[t], w_hh_t, dh)
+                continue
+            compiled(a, tc, _previous(cs, t, reverse, zero), dh, dc, dgates[t], carried)
+            dc, dh = _skip_masked(active[t], dgates[t], carried, dc, rows[t], w_hh_t, dh)
             continue
         np.multiply(a, a, sq)
         np.subtract(a[:3], sig, sig)                        # sigmoid' = s - s^2 (o, i, f)
@@ -188,11 +192,15 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
             np.multiply(total, f, dc)
             np.matmul(rows[t], w_hh_t, dh)
             continue
-        # a skipped step makes no gates and passes the state's gradients on
-        dgates[t] *= active[t][:, :, None]
-        dc = np.where(active[t] > 0, total * f, dc)
-        dh = np.where(active[t] > 0, rows[t] @ w_hh_t, dh)
+        dc, dh = _skip_masked(active[t], dgates[t], total * f, dc, rows[t], w_hh_t, dh)
     return dgates
+
+
+def _skip_masked(active, dgates, carried, dc, row, w_hh_t, dh):
+    """A masked LSTM step back: a skipped step (active 0) makes no gates and passes the state's
+    gradients on; a real one carries dc (f times the total) and dh (through W_hh) back."""
+    dgates *= active[:, :, None]
+    return np.where(active > 0, carried, dc), np.where(active > 0, row @ w_hh_t, dh)
 
 
 @primitive("lstm", outputs=3, fresh=True)
@@ -295,7 +303,7 @@ def _gru_through_time(rzn, hn, hs, dy_t, active, dh, w_hh_t, reverse):
     sig = np.empty((batch, two), hs.dtype)
     tn = np.empty((batch, hidden), hs.dtype)
     dz = np.empty((batch, hidden), hs.dtype)
-    compiled = kernel("gru_step_grad") if active is None else None
+    compiled = kernel("gru_step_grad")
     for t in reversed(_order(steps, reverse)):
         a = rzn[t]
         r, z, n = a[:, :hidden], a[:, hidden:two], a[:, two:]
@@ -303,8 +311,10 @@ def _gru_through_time(rzn, hn, hs, dy_t, active, dh, w_hh_t, reverse):
             dh += dy_t[t]
         if compiled is not None:  # the same operations in one pass (deepsharp.compiled)
             compiled(a, hn[t], _previous(hs, t, reverse, zero), dh, dx_gates[t], dh_gates[t], dz)
-            dh = dh_gates[t] @ w_hh_t
-            dh += dz
+            back = dh_gates[t] @ w_hh_t
+            back += dz
+            dh = back if active is None else _gru_skip_masked(active[t], dx_gates[t],
+                                                               dh_gates[t], back, dh)
             continue
         np.multiply(a[:, :two], a[:, :two], out=sig)      # sigmoid' = s - s^2 (r, z)
         np.subtract(a[:, :two], sig, out=sig)
@@ -321,13 +331,16 @@ def _gru_through_time(rzn, hn, hs, dy_t, active, dh, w_hh_t, reverse):
         np.multiply(dn, r, out=dh_gates[t, :, two:])
         back = dh_gates[t] @ w_hh_t
         back += dh * z
-        if active is None:
-            dh = back
-        else:  # a skipped step makes no gates and passes the state's gradient on
-            dx_gates[t] *= active[t]
-            dh_gates[t] *= active[t]
-            dh = np.where(active[t] > 0, back, dh)
+        dh = back if active is None else _gru_skip_masked(active[t], dx_gates[t], dh_gates[t],
+                                                           back, dh)
     return dx_gates, dh_gates
+
+
+def _gru_skip_masked(active, dx_gates, dh_gates, back, dh):
+    """A masked GRU step back: a skipped step makes no gates and passes the state's gradient on."""
+    dx_gates *= active
+    dh_gates *= active
+    return np.where(active > 0, back, dh)
 
 
 @primitive("gru", outputs=2, fresh=True)
