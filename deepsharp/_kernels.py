@@ -297,10 +297,12 @@ def lstm_step_forward(g, product, c, a, c_out, tc, h_out):
 
 
 @njit(**_JIT)
-def lstm_forward_steps(blas, gates, w_hh, acts, hs, cs, tcs, reverse):
-    """A whole LSTM sequence forward (`Lstm.forward`, every step real) in one call without the
-    GIL: per step, in reading order, product = h @ w_hh by numpy's BLAS at `blas`
-    (deepsharp._blas), then `lstm_step_forward` into the step's acts, cs, tcs and hs."""
+def lstm_forward_steps(blas, gates, w_hh, acts, hs, cs, tcs, active, reverse):
+    """A whole LSTM sequence forward (`Lstm.forward`) in one call without the GIL: per step, in
+    reading order, product = h @ w_hh by numpy's BLAS at `blas` (deepsharp._blas), then
+    `lstm_step_forward` into the step's acts, cs, tcs and hs; where `active` (steps, batch, 1)
+    is 0 (a step beyond the series' length) the row keeps the state it had (numpy's copyto
+    where). `active` has no steps when every step is real."""
     steps, batch, width = gates.shape
     product = np.empty((batch, width), gates.dtype)
     h = np.zeros((batch, width // 4), gates.dtype)
@@ -309,18 +311,28 @@ def lstm_forward_steps(blas, gates, w_hh, acts, hs, cs, tcs, reverse):
         t = steps - 1 - n if reverse else n
         sgemm(blas, h, w_hh, product)
         lstm_step_forward(gates[t], product, c, acts[t], cs[t], tcs[t], hs[t])
+        if active.shape[0]:
+            for b in range(batch):
+                if not active[t, b, 0] > 0:
+                    hs[t, b] = h[b]
+                    cs[t, b] = c[b]
         h = hs[t]
         c = cs[t]
 
 
 @njit(**_JIT)
-def lstm_backward_steps(blas, acts, cs, tcs, dy_t, dh, dc, w_hh_t, dgates, reverse):
-    """A whole LSTM sequence back through time (`_lstm_through_time`, every step real) in one
-    call without the GIL: per step, from the last one read, dh += dy_t[t] (when dy_t has steps),
-    `lstm_step_grad` into dgates[t] and dc, then dh = dgates[t] @ w_hh_t by numpy's BLAS."""
+def lstm_backward_steps(blas, acts, cs, tcs, dy_t, dh, dc, w_hh_t, dgates, active, reverse):
+    """A whole LSTM sequence back through time (`_lstm_through_time`) in one call without the
+    GIL: per step, from the last one read, dh += dy_t[t] (when dy_t has steps),
+    `lstm_step_grad` into dgates[t] and dc, then dh = dgates[t] @ w_hh_t by numpy's BLAS. With
+    `active` (steps, batch, 1; no steps when every step is real), as `_skip_masked`: the step's
+    gates times active, and dc and dh carried back only where active is above 0."""
     steps, batch, hidden = cs.shape
     zero = np.zeros((batch, hidden), cs.dtype)
     rows = dgates.reshape(steps, batch, 4 * hidden)
+    masked = active.shape[0] > 0
+    carried = np.empty((batch, hidden), cs.dtype)
+    product = np.empty((batch, hidden), cs.dtype)
     for n in range(steps):
         t = n if reverse else steps - 1 - n
         if dy_t.shape[0]:
@@ -330,5 +342,17 @@ def lstm_backward_steps(blas, acts, cs, tcs, dy_t, dh, dc, w_hh_t, dgates, rever
                     dh[b, j] = dh[b, j] + step_grad[b, j]
         before = t + 1 if reverse else t - 1
         c_prev = cs[before] if 0 <= before < steps else zero
-        lstm_step_grad(acts[t], tcs[t], c_prev, dh, dc, dgates[t], dc)
-        sgemm(blas, rows[t], w_hh_t, dh)
+        if not masked:
+            lstm_step_grad(acts[t], tcs[t], c_prev, dh, dc, dgates[t], dc)
+            sgemm(blas, rows[t], w_hh_t, dh)
+            continue
+        lstm_step_grad(acts[t], tcs[t], c_prev, dh, dc, dgates[t], carried)
+        step = rows[t]
+        for b in range(batch):
+            for k in range(4 * hidden):
+                step[b, k] = step[b, k] * active[t, b, 0]
+        sgemm(blas, step, w_hh_t, product)
+        for b in range(batch):
+            if active[t, b, 0] > 0:
+                dc[b] = carried[b]
+                dh[b] = product[b]

@@ -13,9 +13,10 @@ it, these inner loops run as compiled passes instead of a dozen numpy calls each
 - the LSTM's and the GRU's elementwise work of one step, forward (sigmoid gates, the new cell or
   state) and back through time (every gate's gradient; with lengths, numpy masks after each
   step's kernel), in `deepsharp.tensors.ops.recurrent`;
-  the LSTM's whole step forward, its tanh included, in one pass, and (two rows or more, every
-  step real) its whole sequence forward and back in one call each that holds no GIL, so the two
-  shares of `data_parallel(2)` run at once;
+  the LSTM's whole step forward, its tanh included, in one pass, and (two rows or more and a
+  state of two values or more, with lengths or without: the masking inside) its whole sequence
+  forward and back in one call each that holds no GIL, so the two shares of
+  `data_parallel(2)` run at once;
 - GELU's forward pass with erf32 (`deepsharp.tensors.ops.activations`): 24 arithmetic passes in
   one; its backward pass's six arithmetic passes as two loops around numpy's exp;
 - `conv_relu_max_pool`'s backward routing of each window's gradient to its first largest

@@ -72,6 +72,28 @@ def test_fit_on_two_threads_trains_the_same_parameters():
         np.testing.assert_allclose(states[1][name], value, rtol=RTOL, atol=RTOL, err_msg=name)
 
 
+def test_a_masked_lstm_on_two_threads_with_compiled_kernels_trains_one_threads_parameters():
+    """Each share's series keep their own lengths: the whole-sequence kernels' masking inside
+    the two shares gives one thread's numpy parameters, up to the shares' summation order."""
+    from deepsharp import MeanSquaredError
+    from deepsharp.compiled import compiled
+
+    generator = np.random.default_rng(4)
+    x = generator.standard_normal((24, 6, 3)).astype(np.float32)
+    for row in range(24):
+        x[row, row % 7:] = 0  # series of 0-6 steps, padded at the end
+    y = x[:, :2, :1].sum(1)
+    states = []
+    for count, on in ((1, False), (2, True)):
+        network = Sequential().masking(0.0).lstm(5).dense(1).lower(Shape(6, 3), RandomStream(0))
+        with data_parallel(count), compiled(on):
+            network.fit(x, y, loss=MeanSquaredError(), optimizer=SGD(0.05), batch_size=8,
+                        epochs=2, progress=False)
+        states.append(network.state_dict())
+    for name, value in states[0].items():
+        np.testing.assert_allclose(states[1][name], value, rtol=RTOL, atol=RTOL, err_msg=name)
+
+
 def test_a_share_draws_its_rows_of_the_whole_batch():
     whole = Stream(2).generator("dropout:3:5").random((10, 4))
     with running(Stream(2), 5, (slice(6, 10), 10)):

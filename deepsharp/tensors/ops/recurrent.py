@@ -122,13 +122,19 @@ def _gradient_of_outputs(dy: np.ndarray, active) -> np.ndarray | None:
     return dy_t if active is None else dy_t * active
 
 
-def _whole_sequence(name: str, dtype, batch: int, active):
+def _whole_sequence(name: str, dtype, batch: int, hidden: int):
     """The compiled kernel running a whole sequence's steps in one call (deepsharp.compiled), or
-    None: it makes each step's product by numpy's BLAS as numpy's matmul does for float32 and
-    two rows or more, and runs only where every step is real."""
-    if active is not None or batch < 2 or dtype != np.float32:
+    None: it makes each step's product by numpy's BLAS matrix product as numpy's matmul does for
+    float32 where no side of the product is 1 (numpy takes a matrix-vector routine for a single
+    row or column, rounding otherwise: one series, or a state of one value)."""
+    if batch < 2 or hidden < 2 or dtype != np.float32:
         return None
     return kernel(name)
+
+
+def _all_steps(active, batch: int, dtype) -> np.ndarray:
+    """`active` for a whole-sequence kernel: no steps when every step is real."""
+    return np.empty((0, batch, 1), dtype) if active is None else active
 
 
 def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> np.ndarray:
@@ -140,10 +146,11 @@ def _lstm_through_time(acts, cs, tcs, dy_t, active, dh, dc, w_hh_t, reverse) -> 
     by side for the product by weight_hh's transpose, in one copy."""
     steps, batch, hidden = cs.shape
     dgates = np.empty((steps, batch, 4, hidden), cs.dtype)
-    loop = _whole_sequence("lstm_backward_steps", cs.dtype, batch, active)
+    loop = _whole_sequence("lstm_backward_steps", cs.dtype, batch, hidden)
     if loop is not None:  # the same operations, every step in one compiled call without the GIL
         dy_steps = np.empty((0, batch, hidden), cs.dtype) if dy_t is None else dy_t
-        loop(acts, cs, tcs, dy_steps, dh, dc, w_hh_t, dgates, reverse)
+        loop(acts, cs, tcs, dy_steps, dh, dc, w_hh_t, dgates, _all_steps(active, batch, cs.dtype),
+             reverse)
         return dgates
     zero = np.zeros((batch, hidden), cs.dtype)
     compiled = kernel("lstm_step_grad")
@@ -224,14 +231,14 @@ class Lstm:
         # a whole step in one pass (deepsharp.compiled; its tanh is float32 numpy's)
         whole = kernel("lstm_step_forward") if x.dtype == np.float32 else None
         compiled = kernel("lstm_step_cell") if whole is None else None
-        loop = _whole_sequence("lstm_forward_steps", x.dtype, batch, active)
+        loop = _whole_sequence("lstm_forward_steps", x.dtype, batch, hidden)
         product = np.empty((batch, 4 * hidden), x.dtype)
         ig = np.empty((batch, hidden), x.dtype)
         half = x.dtype.type(0.5)  # the same float32 0.5 as a Python 0.5 here, converted once
         by_gate = gates.reshape(steps, batch, 4, hidden).transpose(0, 2, 1, 3)
         sigmoids = acts[:, :3]
         if loop is not None:  # the same operations, every step in one call without the GIL
-            loop(gates, w_hh, acts, hs, cs, tcs, reverse)
+            loop(gates, w_hh, acts, hs, cs, tcs, _all_steps(active, batch, x.dtype), reverse)
             if steps:
                 h, c = hs[0 if reverse else -1], cs[0 if reverse else -1]
         for t in _order(steps, reverse) if loop is None else ():
