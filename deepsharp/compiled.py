@@ -14,9 +14,9 @@ it, these inner loops run as compiled passes instead of a dozen numpy calls each
   state) and back through time (every gate's gradient; with lengths, numpy masks after each
   step's kernel), in `deepsharp.tensors.ops.recurrent`;
   the LSTM's whole step forward, its tanh included, in one pass, and (two rows or more and a
-  state of two values or more, with lengths or without: the masking inside) its whole sequence
-  forward and back in one call each that holds no GIL, so the two shares of
-  `data_parallel(2)` run at once;
+  state of two values or more, with lengths or without: the masking inside) the LSTM's and the
+  GRU's whole sequence forward and back in one call each that holds no GIL, so the two shares
+  of `data_parallel(2)` run at once;
 - GELU's forward pass with erf32 (`deepsharp.tensors.ops.activations`): 24 arithmetic passes in
   one; its backward pass's six arithmetic passes as two loops around numpy's exp;
 - `conv_relu_max_pool`'s backward routing of each window's gradient to its first largest
@@ -34,7 +34,7 @@ results are bit-identical to the numpy path (a NaN made from two NaNs in a Winog
 sum may carry the other one's payload and sign: LLVM may swap a sum's operands);
 tests/deepsharp/test_compiled.py holds both paths to exact equality. Transcendental functions
 stay numpy's calls (exp, erf; numba's own tanh is the scalar libm's, 8x slower than numpy's
-vectorised one and not its numbers), except float32 tanh in the LSTM's kernels:
+vectorised one and not its numbers), except float32 tanh in the LSTM's and the GRU's kernels:
 `deepsharp._tanh32` is numpy's own algorithm (SVML's table and fused multiply-adds, as fast as
 numpy's), the same bits for all 2^32 inputs, used only where a probe finds numpy's numbers.
 The whole-sequence kernels make each step's product by numpy's own BLAS (`deepsharp._blas`:
@@ -82,8 +82,9 @@ def compiled(enabled: bool = True) -> Iterator[None]:
 # Kernels computing tanh by numpy's own float32 algorithm (deepsharp._tanh32), and kernels making
 # their products by numpy's own BLAS (deepsharp._blas, given its address): each runs only where
 # that gives numpy's numbers (checked once per process), else the caller runs without it.
-_WITH_TANH32 = frozenset({"lstm_step_forward", "lstm_forward_steps"})
-_WITH_BLAS = frozenset({"lstm_forward_steps", "lstm_backward_steps"})
+_WITH_TANH32 = frozenset({"lstm_step_forward", "lstm_forward_steps", "gru_forward_steps"})
+_WITH_BLAS = frozenset({"lstm_forward_steps", "lstm_backward_steps", "gru_forward_steps",
+                        "gru_backward_steps"})
 
 
 def kernel(name: str) -> Any:

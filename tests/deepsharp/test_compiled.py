@@ -225,13 +225,15 @@ def test_lstm_whole_step_kernel_with_lengths_is_bit_identical_to_numpy(reverse):
     ("lstm", 4, [7, 3, 0, 5, 1], "lstm_backward_steps", 1),   # the whole sequence in one call
     ("lstm", 4, [7, 3, 0, 5, 1], "lstm_forward_steps", 1),
     ("lstm", 4, [3], "lstm_step_grad", 7),                    # one row: step by step
-    ("gru", 3, [7, 3, 0, 5, 1], "gru_step_grad", 7)])
+    ("gru", 3, [7, 3, 0, 5, 1], "gru_backward_steps", 1),
+    ("gru", 3, [7, 3, 0, 5, 1], "gru_forward_steps", 1),
+    ("gru", 3, [3], "gru_step_grad", 7)])
 @pytest.mark.parametrize("reverse", [0, 1])
 def test_masked_sequences_run_the_compiled_kernels_bit_identical_to_numpy(
         kind, gates, lengths, name, calls, reverse, monkeypatch):
-    """With lengths (some steps skipped), the compiled kernels still run (counted): the LSTM's
-    whole-sequence kernels with their masking inside, or each step's kernel with numpy's masking
-    after it; every output and gradient is numpy's, bit for bit."""
+    """With lengths (some steps skipped), the compiled kernels still run (counted): the
+    whole-sequence kernels with their masking inside, or (one row) each step's kernel with
+    numpy's masking after it; every output and gradient is numpy's, bit for bit."""
     import deepsharp.compiled
 
     with compiled():
@@ -256,23 +258,24 @@ def test_masked_sequences_run_the_compiled_kernels_bit_identical_to_numpy(
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("kind, gates", [("lstm", 4), ("gru", 3)])
 @pytest.mark.parametrize("lengths", [None, [4, 1, 0, 3]])
-def test_lstm_with_a_state_of_one_value_keeps_numpys_numbers(lengths):
+def test_a_state_of_one_value_keeps_numpys_numbers(kind, gates, lengths):
     """numpy makes a product with one output column by a matrix-vector routine, which rounds
     otherwise than the matrix product the whole-sequence kernels call: with a hidden size of 1
     they stay off, and the compiled path still gives numpy's numbers (found by a fuzz of shapes:
-    before, the input's and the kernels' gradients differed in the last bits)."""
+    before, the LSTM's input and kernel gradients differed in the last bits)."""
     generator = np.random.default_rng(9)
     arrays = [generator.standard_normal(s).astype(np.float32)
-              for s in ((4, 4, 3), (3, 4), (1, 4), (4,), (4,))]
+              for s in ((4, 4, 3), (3, gates), (1, gates), (gates,), (gates,))]
     extra = () if lengths is None else (Tensor(np.array(lengths)),)
     results = []
     for on in (True, False):
         tensors = [Tensor(a, requires_grad=True) for a in arrays]
         with compiled(on):
-            y, h, c = apply("lstm", *tensors, *extra, reverse=0)
-            ((y * y).sum() + (c * 2).sum()).backward()
-        results.append([y._data, h._data, c._data] + [t.grad for t in tensors])
+            y, *states = apply(kind, *tensors, *extra, reverse=0)
+            ((y * y).sum() + (states[-1] * 2).sum()).backward()
+        results.append([y._data] + [s._data for s in states] + [t.grad for t in tensors])
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
 
@@ -290,6 +293,25 @@ def test_lstm_falls_back_to_its_cell_kernel_where_tanh32_differs(monkeypatch):
         assert deepsharp.compiled.kernel("lstm_step_forward") is None
         assert deepsharp.compiled.kernel("lstm_step_cell") is not None
     test_recurrent_step_kernels_are_bit_identical_to_numpy("lstm", 4, 0)
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5])
+@pytest.mark.parametrize("used", ["h", "y"])
+def test_gru_whole_sequence_kernels_are_bit_identical_to_numpy(batch, used):
+    """As the LSTM's below: two rows or more run forward and back as one call each, the tanh of
+    its gates by numpy's own float32 algorithm (deepsharp/_tanh32.py)."""
+    generator = np.random.default_rng(10)
+    arrays = [generator.standard_normal(s).astype(np.float32) * 0.6
+              for s in ((batch, 9, 4), (4, 18), (6, 18), (18,), (18,))]
+    results = []
+    for on in (True, False):
+        tensors = [Tensor(a, requires_grad=True) for a in arrays]
+        with compiled(on):
+            y, h = apply("gru", *tensors, reverse=int(used == "h"))
+            (h * h if used == "h" else y * y).sum().backward()
+        results.append([y._data, h._data] + [t.grad for t in tensors])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("batch", [1, 2, 5])

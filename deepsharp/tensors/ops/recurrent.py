@@ -310,6 +310,12 @@ def _gru_through_time(rzn, hn, hs, dy_t, active, dh, w_hh_t, reverse):
     sig = np.empty((batch, two), hs.dtype)
     tn = np.empty((batch, hidden), hs.dtype)
     dz = np.empty((batch, hidden), hs.dtype)
+    loop = _whole_sequence("gru_backward_steps", hs.dtype, batch, hidden)
+    if loop is not None:  # the same operations, every step in one compiled call without the GIL
+        dy_steps = np.empty((0, batch, hidden), hs.dtype) if dy_t is None else dy_t
+        loop(rzn, hn, hs, dy_steps, dh, w_hh_t, dx_gates, dh_gates,
+             _all_steps(active, batch, hs.dtype), reverse)
+        return dx_gates, dh_gates
     compiled = kernel("gru_step_grad")
     for t in reversed(_order(steps, reverse)):
         a = rzn[t]
@@ -372,7 +378,12 @@ class Gru:
         h = np.zeros((batch, hidden), x.dtype)
         kernels = [kernel(name) for name in ("gru_step_inputs", "gru_step_candidate",
                                              "gru_step_state")]
-        for t in _order(steps, reverse):
+        loop = _whole_sequence("gru_forward_steps", x.dtype, batch, hidden)
+        if loop is not None:  # the same operations, every step in one call without the GIL
+            loop(xg, w_hh, b_hh, hs, hn, _all_steps(active, batch, x.dtype), reverse)
+            if steps:
+                h = hs[0 if reverse else -1]
+        for t in _order(steps, reverse) if loop is None else ():
             gh = h @ w_hh
             a = xg[t]   # becomes the step's r, z (sigmoid) and n (tanh)
             n = a[:, two:]
