@@ -72,7 +72,8 @@ def test_fit_on_two_threads_trains_the_same_parameters():
         np.testing.assert_allclose(states[1][name], value, rtol=RTOL, atol=RTOL, err_msg=name)
 
 
-def test_a_masked_lstm_on_two_threads_with_compiled_kernels_trains_one_threads_parameters():
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_masked_recurrent_layers_on_two_threads_compiled_train_one_threads_parameters(kind):
     """Each share's series keep their own lengths: the whole-sequence kernels' masking inside
     the two shares gives one thread's numpy parameters, up to the shares' summation order."""
     from deepsharp import MeanSquaredError
@@ -85,7 +86,8 @@ def test_a_masked_lstm_on_two_threads_with_compiled_kernels_trains_one_threads_p
     y = x[:, :2, :1].sum(1)
     states = []
     for count, on in ((1, False), (2, True)):
-        network = Sequential().masking(0.0).lstm(5).dense(1).lower(Shape(6, 3), RandomStream(0))
+        layers = getattr(Sequential().masking(0.0), kind)(5)
+        network = layers.dense(1).lower(Shape(6, 3), RandomStream(0))
         with data_parallel(count), compiled(on):
             network.fit(x, y, loss=MeanSquaredError(), optimizer=SGD(0.05), batch_size=8,
                         epochs=2, progress=False)
