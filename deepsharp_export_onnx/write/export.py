@@ -60,6 +60,49 @@ def example_dims(shape: Shape, ids: bool = False) -> tuple[int | str, ...]:
     return (BATCH, *dims)
 
 
+def _folds_steps(network: Network) -> bool:
+    """Whether a layer folds a series' steps into the values of a row (a flatten or reshape
+    whose output changes with the series' length, or that cannot take another length): the
+    layers after it are built for that many values, so the network runs at its example's length
+    only, and its graph says so. (A flatten after an adaptive pool does not: its row is the
+    same at every length.)"""
+    shape = network.input_shape
+    for index, step in enumerate(network.steps):
+        if step.kind in ("flatten", "reshape") and shape.rank >= 2 \
+                and _row_changes_with_length(network, index):
+            return True
+        shape = step.output_shape
+    return False
+
+
+def _row_changes_with_length(network: Network, index: int) -> bool:
+    """Whether the layers up to `index` (the layers before it only: the dense after a flatten
+    may be large), built for series one step shorter, one longer and twice as long, give another
+    shape there, or cannot take the longer ones (convolutions and pools give a row that grows
+    with the length, by steps of their strides; an adaptive pool one of a fixed size)."""
+    from deepsharp.errors import ShapeError, SpecError
+    from deepsharp.random import RandomStream
+    from deepsharp.sequential import Sequential
+
+    prefix = Sequential(layers=network.spec.layers[:index + 1])
+    axis = 1 if network.data_format == "channels_first" else 0
+    length = network.input_shape[axis]
+    for other in (length - 1, length + 1, 2 * length):
+        if other < 1:
+            continue
+        dims = list(network.input_shape)
+        dims[axis] = other
+        try:
+            shape = prefix.lower(Shape(*dims), RandomStream(0)).output_shape
+        except (ShapeError, SpecError):
+            if other < length:  # too short for a window: the graph fails there, loudly
+                continue
+            return True
+        if shape != network.steps[index].output_shape:
+            return True
+    return False
+
+
 def _argument_faults(shape: Shape | None, features: object, max_opset: object, input_name: object,
                      output_name: object) -> list[str]:
     faults = []
@@ -309,6 +352,8 @@ class OnnxExport:
         dims = example_dims(self.shape, ids=dtype == "int64")
         if network.data_format == "channels_first" and self.shape.rank == 2:
             dims = (BATCH, self.shape[0], STEPS)  # a series taken channels-first
+        if STEPS in dims and _folds_steps(network):  # it runs at the example's length only
+            dims = (BATCH, *self.shape)
         x = Value(self.input_name, dims, elem_type=elem)
         tape.annotate(x.name, x.dims, elem)
         return x

@@ -5,6 +5,7 @@ asked, channels-last."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 
 from deepsharp import CrossEntropy, MeanSquaredError, RandomStream, Sequential, Shape
@@ -123,3 +124,74 @@ def test_a_pytorch_cnn_read_saves_and_loads_as_it_was(tmp_path):
     again = load(tmp_path / "cnn.deepsharp")
     assert again.data_format == "channels_first" and again.spec == network.spec
     np.testing.assert_array_equal(again.predict(case.x, case.loss), network.predict(case.x, case.loss))
+
+
+# -- a flatten of a series: its steps fixed -------------------------------------------------------
+# (found by a fuzz of export round trips: the graph said a series of any length, its flatten's
+# product had no annotation, and the importer refused our own graph)
+@pytest.mark.parametrize("spec, shape, dims", [
+    (Sequential().conv1d(4, 3).relu().flatten().dense(3), Shape(8, 2), ["batch", 8, 2]),
+    (Sequential().layer_norm().conv1d(4, 1).relu().flatten().dense(3), Shape(8, 2),
+     ["batch", 8, 2]),
+    (Sequential().conv1d(4, 3).max_pool1d(2).flatten().dense(3), Shape(8, 2), ["batch", 8, 2]),
+    (Sequential().dense(4).reshape((16,)).dense(3), Shape(4, 2), ["batch", 4, 2]),
+    (Sequential().from_channels_first().conv1d(4, 3).flatten().dense(3), Shape(2, 7),
+     ["batch", 2, 7]),
+    (Sequential().conv1d(4, 3).relu().global_avg_pool().dense(3), Shape(8, 2),
+     ["batch", "steps", 2]),
+    (Sequential().conv1d(4, 3).adaptive_avg_pool(3).flatten().dense(3), Shape(8, 2),
+     ["batch", "steps", 2])], ids=str)
+def test_a_series_network_that_flattens_its_steps_is_written_for_its_length(spec, shape, dims):
+    report = check_layer(spec, shape, gradients=False)
+    x = report.model.graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in x] == dims
+
+
+def _conv1d_then_row(row: list, product: str = "Gemm", places=("T",)) -> onnx.ModelProto:
+    """Conv1d (2 -> 4 channels, kernel 3) over a symbolic steps axis, relu, a row of one example
+    each as PyTorch writes `x.view(x.size(0), -1)` (Reshape to `row`) or nn.Flatten (row None),
+    then a product by a kernel of 4 x 6 rows: the kernel fixes the steps at 8."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    generator = np.random.default_rng(0)
+    arrays = {"W": generator.standard_normal((4, 2, *[3] * len(places))),
+              "b": generator.standard_normal(4),
+              "K": generator.standard_normal((4 * 6 ** len(places), 3)),
+              "kb": generator.standard_normal(3)}
+    inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in arrays.items()]
+    nodes = [helper.make_node("Conv", ["x", "W", "b"], ["c"], kernel_shape=[3] * len(places)),
+             helper.make_node("Relu", ["c"], ["r"])]
+    if row is None:
+        nodes.append(helper.make_node("Flatten", ["r"], ["f"]))
+    else:
+        inits.append(numpy_helper.from_array(np.array(row, np.int64), "shape"))
+        nodes.append(helper.make_node("Reshape", ["r", "shape"], ["f"]))
+    if product == "Gemm":  # as PyTorch writes nn.Linear: the bias inside
+        nodes.append(helper.make_node("Gemm", ["f", "K", "kb"], ["y"]))
+    else:
+        nodes += [helper.make_node("MatMul", ["f", "K"], ["p"]),
+                  helper.make_node("Add", ["p", "kb"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "conv1d_row", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                            ["N", 2, *places])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+@pytest.mark.parametrize("row, product", [([0, -1], "MatMul"), ([0, 24], "Gemm"),
+                                          (None, "MatMul")])
+def test_a_row_of_a_conv1d_over_symbolic_steps_as_pytorch_writes_it(row, product):
+    model = _conv1d_then_row(row, product)
+    network = OnnxFile(MeanSquaredError()).read(model)
+    x = np.random.default_rng(1).standard_normal((5, 2, 8)).astype(np.float32)
+    reference = run_graph(model, x)
+    np.testing.assert_allclose(network.predict(x, MeanSquaredError()), reference,
+                               atol=tolerance(reference))
+
+
+def test_a_flatten_of_two_symbolic_places_is_refused_by_name():
+    model = _conv1d_then_row(None, "MatMul", places=("H", "W"))
+    with pytest.raises(ImportRefused, match=r"node '' \(Flatten\): a Flatten of a channels-first "
+                                            r"value of unknown places \(dims \['N', 4, None, "
+                                            r"None\]; the kernel after it has 144 rows\)"):
+        OnnxFile(MeanSquaredError()).read(model)

@@ -27,24 +27,51 @@ def _flatten(node: onnx.NodeProto, r: Reading) -> Read:
     spec = spec_of(node, r, "flatten")
     if r.order is Order.CHANNELS_FIRST and r.rank >= 3:
         dims = r.view.dims(r.value) or ()
-        if len(dims) != r.rank or not all(isinstance(d, int) for d in dims[1:]):
-            raise r.unreadable(node, "a Flatten of a channels-first value of unknown places")
-        other = _product_after(r, node.output[0])
+        other, product = _product_after(r, node.output[0])
         if other is not None:
             raise r.unreadable(node, f"its channel-by-channel row {other}; the network's flatten "
                                      f"holds the values place by place, so only a dense layer "
                                      f"(whose rows are put back in order) may read it")
-        r.extra["image"] = (*dims[2:], dims[1])  # the image as the network holds it
+        places = _places(r, node, dims, _kernel_rows(r, product))
+        r.extra["image"] = (*places, dims[1])  # the image as the network holds it
         return Read(node.output[0], [node], [spec], [{}], order=Order.FLAT_CHANNELS_FIRST, rank=2)
     return Read(node.output[0], [node], [spec], [{}], rank=2)
+
+
+def _places(r: Reading, node: onnx.NodeProto, dims: tuple, rows: int | None) -> tuple[int, ...]:
+    """The flattened channels-first value's places: its dims, or, where one place axis is
+    symbolic (a series of any length in the annotations, as deepsharp's exporter writes a conv1d
+    over steps, and PyTorch's dynamic axes), the size the dense kernel's `rows` leave for it: the
+    kernel fixes the row's length, so the graph runs at that size only."""
+    if len(dims) != r.rank or not isinstance(dims[1], int):
+        raise r.unreadable(node, "a Flatten of a channels-first value of unknown places")
+    places = dims[2:]
+    unknown = [i for i, d in enumerate(places) if not isinstance(d, int)]
+    if not unknown:
+        return places
+    known = dims[1] * (dims_product(d for d in places if isinstance(d, int)) or 1)
+    if len(unknown) != 1 or rows is None or rows % known or rows < known:
+        raise r.unreadable(node, f"a Flatten of a channels-first value of unknown places "
+                                 f"(dims {list(dims)}; the kernel after it has {rows} rows)")
+    return tuple(rows // known if i == unknown[0] else d for i, d in enumerate(places))
+
+
+def _kernel_rows(r: Reading, product: onnx.NodeProto | None) -> int | None:
+    """How many rows the MatMul's or Gemm's kernel has (the length of the row it reads)."""
+    kernel = None if product is None else r.view.constant(product.input[1])
+    if kernel is None or kernel.ndim != 2:
+        return None
+    turned = product.op_type == "Gemm" and r.view.attrs(product).get("transB", 0)
+    return int(kernel.shape[1] if turned else kernel.shape[0])
 
 
 # elementwise operators: any order of a row's values gives the same values in the same order
 _ELEMENTWISE = {"Relu", "Sigmoid", "Tanh", "Softplus", "Elu", "LeakyRelu", "Gelu", "Softmax"}
 
 
-def _product_after(r: Reading, value: str) -> str | None:
-    """None when the row reaches a MatMul or Gemm through elementwise nodes; else what it meets."""
+def _product_after(r: Reading, value: str) -> tuple[str | None, onnx.NodeProto | None]:
+    """(None, the MatMul or Gemm) when the row reaches one through elementwise nodes; else (what
+    it meets, None)."""
     while True:
         readers = r.view.open_consumers(value)
         kinds = sorted(n.op_type for n in readers)
@@ -53,22 +80,27 @@ def _product_after(r: Reading, value: str) -> str | None:
             continue
         if len(readers) != 1:
             return ("ends the graph" if not readers else
-                    f"is read by {', '.join(r.view.label(n) for n in readers)}")
+                    f"is read by {', '.join(r.view.label(n) for n in readers)}"), None
         node = readers[0]
         if node.op_type in ("MatMul", "Gemm") and node.input[0] == value:
-            return None
+            return None, node
         if node.op_type not in _ELEMENTWISE:
-            return f"is read by {r.view.label(node)}"
+            return f"is read by {r.view.label(node)}", None
         value = node.output[0]
 
 
 def _flattens(r: Reading, out: tuple | None) -> bool:
-    """Whether a value of dims `out` is the current value's batch, each example in one row."""
+    """Whether a value of dims `out` is the current value's batch, each example in one row:
+    two axes, the batch kept. Where the dims give the row's length, `out` must give it too;
+    where a place axis is symbolic, the row holds whatever is left (a Reshape moves no value
+    out of its example), and `_flatten` takes the places from the kernel reading the row."""
     dims = r.view.dims(r.value)
     if out is None or dims is None or len(out) != 2 or len(dims) < 3:
         return False
+    if out[0] != dims[0] or out[0] is None:
+        return False
     rest = dims_product(dims[1:])
-    return out[0] == dims[0] and out[0] is not None and rest is not None and out[1] == rest
+    return out[1] == rest if rest is not None else not isinstance(out[1], int) or out[1] > 0
 
 
 @reads("Reshape")
