@@ -51,6 +51,7 @@ from deepsharp_export_onnx.read.preparation import split_preparation
 from deepsharp_export_onnx.read.ends import (
     DATA_FORMATS, Ends, contract_dims, ends, example_shapes,
 )
+from deepsharp_export_onnx.read.lengths import length_for, mismatched_rows
 from deepsharp_export_onnx.read.normalise import normalise
 from deepsharp_export_onnx.read.readers.outputs import OUTPUT_READERS
 from layout import Order
@@ -215,8 +216,8 @@ class OnnxFile:
         specs, slots = self._turns(end, reading, specs, slots)  # first: places count them
         specs, slots = self._training_only(view, specs, slots)
         stack = self._training_settings(view, Sequential(layers=tuple(specs)))
-        network = self._lower(view, end, stack)
         state = {f"{i}.{name}": value for i, s in enumerate(slots) for name, value in s.items()}
+        network = self._lower(view, end, stack, state)
         network.load_state_dict(state, strict=True)
         features = json.loads(view.metadata[META_FEATURES]) if META_FEATURES in view.metadata else None
         contract = InputContract(end.input.name, contract_dims(
@@ -239,18 +240,26 @@ class OnnxFile:
         return specs, slots
 
     @staticmethod
-    def _lower(view: GraphView, end: Ends, stack: Sequential) -> Network:
+    def _lower(view: GraphView, end: Ends, stack: Sequential, state: dict) -> Network:
         """Lowered for the exporter's example shape, else for the input's dims (a symbolic axis
-        at the first example length the layers take)."""
+        at the first example length the layers take; where a dense layer's kernel then has
+        other rows than the graph's, at the length that gives them: read/lengths.py)."""
         failure = None
         example = tuple(Shape.parse(view.metadata[META_SHAPE])) if META_SHAPE in view.metadata \
             else None
-        shapes = example_shapes(end.example_dims(example))
+        template = end.example_dims(example)
+        symbolic = [i for i, d in enumerate(template) if not (isinstance(d, int) and d > 0)]
         held = sum(int(v.size) for v in view.initializers.values())
-        for dims in shapes:
+        for dims in example_shapes(template):
             try:
                 with allocation_budget(held + FREE_ELEMENTS):  # no shape outgrows the file
-                    return stack.lower(Shape(*dims), RandomStream(0))
+                    network = stack.lower(Shape(*dims), RandomStream(0))
+                    wrong = mismatched_rows(network, state) if len(symbolic) == 1 else None
+                    length = None if wrong is None else length_for(stack, dims, symbolic[0], *wrong)
+                    if length is None:
+                        return network
+                    return stack.lower(Shape(*(length if i == symbolic[0] else d
+                                               for i, d in enumerate(dims))), RandomStream(0))
             except (ShapeError, SpecError) as error:
                 failure = error
         raise ImportRefused([f"the layers read ({stack}) cannot be built for the graph's input "

@@ -150,13 +150,14 @@ def test_a_series_network_that_flattens_its_steps_is_written_for_its_length(spec
 def _conv1d_then_row(row: list, product: str = "Gemm", places=("T",)) -> onnx.ModelProto:
     """Conv1d (2 -> 4 channels, kernel 3) over a symbolic steps axis, relu, a row of one example
     each as PyTorch writes `x.view(x.size(0), -1)` (Reshape to `row`) or nn.Flatten (row None),
-    then a product by a kernel of 4 x 6 rows: the kernel fixes the steps at 8."""
+    then a product by a kernel of 4 x 11 rows: the kernel fixes the steps at 13 (a length the
+    importer does not try first)."""
     from onnx import TensorProto, helper, numpy_helper
 
     generator = np.random.default_rng(0)
     arrays = {"W": generator.standard_normal((4, 2, *[3] * len(places))),
               "b": generator.standard_normal(4),
-              "K": generator.standard_normal((4 * 6 ** len(places), 3)),
+              "K": generator.standard_normal((4 * 11 ** len(places), 3)),
               "kb": generator.standard_normal(3)}
     inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in arrays.items()]
     nodes = [helper.make_node("Conv", ["x", "W", "b"], ["c"], kernel_shape=[3] * len(places)),
@@ -178,12 +179,15 @@ def _conv1d_then_row(row: list, product: str = "Gemm", places=("T",)) -> onnx.Mo
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
 
 
-@pytest.mark.parametrize("row, product", [([0, -1], "MatMul"), ([0, 24], "Gemm"),
+@pytest.mark.parametrize("row, product", [([0, -1], "MatMul"), ([0, 44], "Gemm"),
                                           (None, "MatMul")])
 def test_a_row_of_a_conv1d_over_symbolic_steps_as_pytorch_writes_it(row, product):
+    """The Flatten's places from the kernel's rows, and the network built for the length that
+    gives them (read/lengths.py)."""
     model = _conv1d_then_row(row, product)
     network = OnnxFile(MeanSquaredError()).read(model)
-    x = np.random.default_rng(1).standard_normal((5, 2, 8)).astype(np.float32)
+    assert network.input_shape == Shape(2, 13)
+    x = np.random.default_rng(1).standard_normal((5, 2, 13)).astype(np.float32)
     reference = run_graph(model, x)
     np.testing.assert_allclose(network.predict(x, MeanSquaredError()), reference,
                                atol=tolerance(reference))
@@ -193,5 +197,5 @@ def test_a_flatten_of_two_symbolic_places_is_refused_by_name():
     model = _conv1d_then_row(None, "MatMul", places=("H", "W"))
     with pytest.raises(ImportRefused, match=r"node '' \(Flatten\): a Flatten of a channels-first "
                                             r"value of unknown places \(dims \['N', 4, None, "
-                                            r"None\]; the kernel after it has 144 rows\)"):
+                                            r"None\]; the kernel after it has 484 rows\)"):
         OnnxFile(MeanSquaredError()).read(model)
