@@ -140,7 +140,10 @@ def test_a_pytorch_cnn_read_saves_and_loads_as_it_was(tmp_path):
     (Sequential().conv1d(4, 3).relu().global_avg_pool().dense(3), Shape(8, 2),
      ["batch", "steps", 2]),
     (Sequential().conv1d(4, 3).adaptive_avg_pool(3).flatten().dense(3), Shape(8, 2),
-     ["batch", "steps", 2])], ids=str)
+     ["batch", "steps", 2]),
+    # a conv's channels-first value of fixed dims: its turn is read before the attention
+    (Sequential().conv1d(4, 2).multi_head_attention(2, 4).flatten().dense(3), Shape(5, 1),
+     ["batch", 5, 1])], ids=str)
 def test_a_series_network_that_flattens_its_steps_is_written_for_its_length(spec, shape, dims):
     report = check_layer(spec, shape, gradients=False)
     x = report.model.graph.input[0].type.tensor_type.shape.dim

@@ -34,7 +34,8 @@ from deepsharp.shape import Shape
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads_fork, reads_pattern
 from deepsharp_export_onnx.read.readers.patterns import attrs, consumers, other_input
 from layout import (
-    gemm_to_dense_kernel, in_projection_biases, in_projection_to_kernels, matmul_to_dense_kernel,
+    Order, gemm_to_dense_kernel, in_projection_biases, in_projection_to_kernels,
+    matmul_to_dense_kernel,
 )
 
 LIMIT = 400          # nodes walked from the value before giving up
@@ -188,8 +189,9 @@ def _agrees(r: Reading, nodes, end: str, slots: dict, heads: int, causal: bool,
 
 def read_attention_region(r: Reading) -> Read | None:
     dims = r.view.dims(r.value)
+    # a channels-first value's last axis is its steps: its turn is read first, then this
     if r.rank != 3 or dims is None or len(dims) != 3 or not isinstance(dims[2], int) \
-            or "mask" in r.extra:
+            or "mask" in r.extra or r.order is Order.CHANNELS_FIRST:
         return None
     found = _region(r)
     if found is None:

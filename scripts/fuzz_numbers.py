@@ -1,0 +1,140 @@
+"""The long fuzz of numbers: random layer stacks held to their references (the cases of
+tests/support/random_networks.py: `export`, `paths`, `recurrent`; and here `pytorch`: a random
+PyTorch model exported by torch.onnx with dynamic axes, read by OnnxFile and held to PyTorch's
+own answer within 1e-5, which needs torch, as the benchmarks do), each case rebuilt from its
+seed, every fault printed with the seed that replays it.
+
+    .venv/bin/python scripts/fuzz_numbers.py [--cases export=200,paths=100,recurrent=500,pytorch=100]
+                                              [--seed 0]
+
+The suite runs a few cases of each but `pytorch` (tests/fuzz/test_numbers.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def pytorch_case(seed: int) -> list[str]:
+    """A random PyTorch image or series model (convolutions with groups, dilations and strides,
+    transposed convolutions, activations, pools, batch norm with trained statistics, upsampling,
+    dropout, adaptive pooling, flatten, linear layers), exported by torch.onnx (opset 17, the
+    batch dynamic and a series' steps too in half the cases), read by OnnxFile: its predictions
+    against PyTorch's within 1e-5 of the answer's size."""
+    import io
+
+    import numpy as np
+    import torch
+    from torch import nn
+
+    from deepsharp import MeanSquaredError
+    from deepsharp_export_onnx import OnnxFile
+    from deepsharp_export_onnx.errors import OnnxError
+
+    g = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+
+    def n(low: int, high: int) -> int:
+        return int(g.integers(low, high))
+
+    def activation() -> list:
+        r = g.random()
+        for limit, layer in ((0.25, nn.ReLU), (0.35, nn.Tanh), (0.45, nn.Sigmoid),
+                             (0.55, lambda: nn.LeakyReLU(0.1)), (0.62, nn.GELU), (0.68, nn.ELU),
+                             (0.74, nn.SiLU)):
+            if r < limit:
+                return [layer()]
+        return []
+
+    series = g.random() < 0.4
+    shape = (n(1, 4), n(6, 16)) if series else (n(1, 4), n(6, 16), n(6, 16))
+    layers, channels = [], shape[0]
+    for _ in range(n(1, 3) if series else n(1, 4)):
+        groups = int(g.choice([1, 1, 2])) if channels % 2 == 0 else 1
+        out, k = n(1, 6) * groups, int(g.choice([1, 2, 3]))
+        if series:
+            layers += [nn.Conv1d(channels, out, k, padding=n(0, k)), nn.ReLU()]
+            layers += [nn.MaxPool1d(2)] if g.random() < 0.3 else []
+        else:
+            layers.append(nn.ConvTranspose2d(channels, out, k, stride=int(g.choice([1, 2])))
+                          if g.random() < 0.15 else
+                          nn.Conv2d(channels, out, k, padding=n(0, k), groups=groups,
+                                    stride=int(g.choice([1, 1, 2])),
+                                    dilation=int(g.choice([1, 1, 2]))))
+            layers += activation()
+            r = g.random()
+            layers += ([nn.MaxPool2d(2)] if r < 0.25 else [nn.AvgPool2d(2)] if r < 0.35 else
+                       [nn.MaxPool2d(3, stride=2, padding=1)] if r < 0.45 else
+                       [nn.BatchNorm2d(out)] if r < 0.55 else
+                       [nn.Upsample(scale_factor=2)] if r < 0.6 else
+                       [nn.Dropout(0.2)] if r < 0.65 else [])
+        channels = out
+    if not series and g.random() < 0.4:
+        layers.append(nn.AdaptiveAvgPool2d(1))
+    model = nn.Sequential(*layers, nn.Flatten())
+    try:
+        with torch.no_grad():
+            width = model(torch.zeros(1, *shape)).shape[1]
+    except RuntimeError:  # too small for its windows: nothing to hold
+        return []
+    model.append(nn.Linear(width, 3))
+    model.eval()
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            with torch.no_grad():
+                module.running_mean.uniform_(-1, 1)
+                module.running_var.uniform_(0.5, 2)
+                module.weight.uniform_(0.5, 2)
+    x = torch.randn(5, *shape)
+    axes = {"x": {0: "N", 2: "T"} if series and g.random() < 0.5 else {0: "N"}, "y": {0: "N"}}
+    stream = io.BytesIO()
+    torch.onnx.export(model, (x,), stream, input_names=["x"], output_names=["y"],
+                      dynamic_axes=axes, dynamo=False, opset_version=17)
+    expected = model(x).detach().numpy()
+    try:
+        network = OnnxFile(MeanSquaredError()).read(io.BytesIO(stream.getvalue()))
+    except OnnxError as error:
+        return [f"seed {seed}: {model} refused: {str(error)[:200]}"]
+    gap = float(np.abs(network.predict(x.numpy(), MeanSquaredError()) - expected).max())
+    if not gap <= 1e-5 * max(1.0, float(np.abs(expected).max())):
+        return [f"seed {seed}: {model}: {gap} from PyTorch"]
+    return []
+
+
+def main() -> int:
+    from tests.support.random_networks import CASES as SUITE_CASES
+
+    CASES = {**SUITE_CASES, "pytorch": pytorch_case}
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="export=200,paths=100,recurrent=500,pytorch=100")
+    parser.add_argument("--seed", type=int, default=0, help="the first case's seed")
+    args = parser.parse_args()
+    counts = {name: int(count) for name, count in
+              (part.split("=") for part in args.cases.split(",") if part)}
+    unknown = sorted(set(counts) - set(CASES))
+    if unknown:
+        parser.error(f"no such cases {unknown}; known: {sorted(CASES)}")
+    found = 0
+    for name, count in counts.items():
+        started, faults = time.perf_counter(), []
+        for seed in range(args.seed, args.seed + count):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                faults += CASES[name](seed)
+        found += len(faults)
+        print(f"{name:10s} {count:6d} cases  {len(faults):3d} faults  "
+              f"{time.perf_counter() - started:7.1f} s")
+        for fault in faults:
+            print("   ", fault)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

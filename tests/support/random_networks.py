@@ -1,0 +1,171 @@
+"""Random layer stacks and the checks a fuzz of numbers holds them to (tests/fuzz/test_numbers.py,
+a few cases; scripts/fuzz_numbers.py, the long run). Each check returns the faults it found (an
+empty list: none); a case is rebuilt from its seed.
+
+- `export_case`: a trained stack, written by OnnxExport, in ONNX Runtime against `predict` at
+  several batch sizes and, where the graph says a series of any length, at other lengths; then
+  read back by OnnxFile. (It found a series flatten written with symbolic steps, 2 December.)
+- `paths_case`: `fit` by its replayed pass, its general pass, with `compiled()` and inside
+  `data_parallel(2, split="kernels")`: the same weights bit for bit (BLAS at one thread).
+- `recurrent_case`: the LSTM and GRU primitives with `compiled()` and without, any shapes and
+  lengths: the same outputs and gradients bit for bit. (It found the whole-sequence kernels
+  rounding a state of one value otherwise, 2 December.)
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from deepsharp import Adam, CrossEntropy, RandomStream, Sequential, Shape
+from deepsharp.errors import DeepsharpError
+
+
+def random_stack(g: np.random.Generator) -> tuple[Sequential, Shape]:
+    """A stack over series (steps x channels) or images (H x W x C), with its example shape."""
+    def n(low: int, high: int) -> int:
+        return int(g.integers(low, high))
+
+    if g.random() < 0.5:
+        shape, s = Shape(n(6, 14), n(6, 14), n(1, 4)), Sequential()
+        for _ in range(n(1, 3)):
+            s = s.conv2d(n(1, 30), int(g.choice([1, 2, 3])),
+                         padding=str(g.choice(["valid", "same"]))).relu()
+            r = g.random()
+            s = s.max_pool2d(2) if r < 0.5 else s.avg_pool2d(2) if r < 0.7 else s
+        return (s.global_avg_pool() if g.random() < 0.3 else s.flatten()).dense(n(2, 20)) \
+            .relu().dense(3), shape
+    shape, s = Shape(n(3, 9), n(1, 5)), Sequential()
+    for _ in range(n(1, 4)):
+        kind = n(0, 8)
+        if kind == 0:
+            s = s.lstm(n(1, 9))
+        elif kind == 1:
+            s = s.gru(n(1, 9))
+        elif kind == 2:
+            s = s.conv1d(n(1, 9), n(1, 3), padding=str(g.choice(["valid", "same"]))).relu()
+        elif kind == 3:
+            s = s.dense(n(1, 9)).tanh()
+        elif kind == 4:
+            s = s.layer_norm()
+        elif kind == 5:
+            s = s.dense(n(2, 9)).gelu()
+        elif kind == 6:
+            s = s.residual(Sequential().dense(n(1, 9)).relu())
+        else:
+            s = s.multi_head_attention(n(1, 3), n(2, 9))
+    return (s.global_avg_pool() if g.random() < 0.4 else s.flatten()).dense(3), shape
+
+
+def _data(g: np.random.Generator, shape: Shape, count: int):
+    x = g.standard_normal((count, *shape.dims)).astype(np.float32)
+    return x, g.integers(0, 3, count)
+
+
+def _built(seed: int):
+    g = np.random.default_rng(seed)
+    while True:
+        try:
+            spec, shape = random_stack(g)
+            return g, spec, shape, spec.lower(shape, RandomStream(seed))
+        except DeepsharpError:  # a window that does not fit, heads that do not divide: again
+            continue
+
+
+def export_case(seed: int) -> list[str]:
+    import onnxruntime as ort
+
+    from deepsharp_export_onnx import OnnxExport, OnnxFile
+    from deepsharp_export_onnx.errors import OnnxError
+
+    g, spec, shape, network = _built(seed)
+    x, y = _data(g, shape, int(g.integers(4, 30)))
+    loss = CrossEntropy()
+    network.fit(x, y, loss=loss, optimizer=Adam(1e-2), batch_size=8, progress=False)
+    data = OnnxExport(shape).to_bytes(network, loss)
+    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    batches = [x, x[:1], x[:3]]
+    if isinstance(session.get_inputs()[0].shape[1], str):  # the graph says any length
+        batches += [_data(g, Shape(shape.dims[0] + k, *shape.dims[1:]), 3)[0] for k in (1, 3)]
+    faults = []
+    for batch in batches:
+        try:
+            got = session.run(None, {"input": batch})[0]
+        except Exception as error:  # noqa: BLE001 (ONNX Runtime's own errors: the graph's fault)
+            faults.append(f"seed {seed}: {spec} on {shape}: the graph fails at {batch.shape}, "
+                          f"which its input annotation admits: {str(error)[:120]}")
+            continue
+        gap = float(np.abs(got - network.predict(batch, loss)).max())
+        if not gap <= 1e-5:
+            faults.append(f"seed {seed}: {spec} on {shape}: the graph at {batch.shape} is {gap} "
+                          f"from predict")
+    try:
+        back = OnnxFile(loss).read(io.BytesIO(data))
+    except OnnxError as error:
+        return faults + [f"seed {seed}: {spec} on {shape}: our own graph is refused on import: "
+                         f"{str(error)[:160]}"]
+    gap = float(np.abs(back.predict(x, loss) - network.predict(x, loss)).max())
+    if not gap <= 1e-5:
+        faults.append(f"seed {seed}: {spec}: read back, {gap} from predict")
+    return faults
+
+
+def paths_case(seed: int) -> list[str]:
+    from threadpoolctl import threadpool_limits
+
+    from deepsharp import training
+    from deepsharp.compiled import compiled
+    from deepsharp.parallel import data_parallel
+
+    g, spec, shape, _ = _built(seed)
+    count = int(g.integers(3, 30))
+    x, y = _data(g, shape, count)
+    batch = int(g.integers(1, count + 1))
+    weights = {}
+    lean = training.lean_pass
+    for way in ("replayed", "general", "compiled", "kernels", "kernels, compiled"):
+        network = spec.lower(shape, RandomStream(seed))
+        threads = data_parallel(2, split="kernels") if way.startswith("kernels") \
+            else threadpool_limits(1, user_api="blas")
+        if way == "general":
+            training.lean_pass = lambda run, batch, plans: None
+        try:
+            with threads, compiled("compiled" in way):
+                network.fit(x, y, loss=CrossEntropy(), optimizer=Adam(1e-2), batch_size=batch,
+                            epochs=2, progress=False, seed=3)
+        finally:
+            training.lean_pass = lean
+        weights[way] = network.state_dict()
+    return [f"seed {seed}: {spec} on {shape}, batch {batch}: {way} gives other bits in {name}"
+            for way, state in weights.items() for name, value in state.items()
+            if not np.array_equal(np.asarray(value).view(np.uint32),
+                                  np.asarray(weights["replayed"][name]).view(np.uint32))]
+
+
+def recurrent_case(seed: int) -> list[str]:
+    from deepsharp.compiled import compiled
+    from deepsharp.tensors import Tensor, apply
+
+    g = np.random.default_rng(seed)
+    kind, gates = ("lstm", 4) if g.random() < 0.5 else ("gru", 3)
+    batch, steps, hidden, width = (int(g.integers(1, 12)), int(g.integers(1, 9)),
+                                   int(g.integers(1, 40)), int(g.integers(1, 4)))
+    arrays = [g.standard_normal(s).astype(np.float32) * 0.8
+              for s in ((batch, steps, width), (width, gates * hidden),
+                        (hidden, gates * hidden), (gates * hidden,), (gates * hidden,))]
+    lengths = () if g.random() < 0.3 else (Tensor(g.integers(0, steps + 1, batch)),)
+    reverse, used = int(g.integers(0, 2)), int(g.integers(0, 2))
+    results = []
+    for on in (True, False):
+        tensors = [Tensor(a, requires_grad=True) for a in arrays]
+        with compiled(on):
+            y, *states = apply(kind, *tensors, *lengths, reverse=reverse)
+            ((y * y).sum() if used else (states[-1] * 3).sum()).backward()
+        results.append([y._data, *(s._data for s in states), *(t.grad for t in tensors)])
+    return [f"seed {seed}: {kind} batch {batch}, {steps} steps, hidden {hidden}, lengths "
+            f"{bool(lengths)}: value {i} differs compiled" for i, (a, b) in enumerate(zip(*results))
+            if not np.array_equal(a.view(np.uint32), b.view(np.uint32))]
+
+
+CASES = {"export": export_case, "paths": paths_case, "recurrent": recurrent_case}
