@@ -82,6 +82,10 @@ CASES = [
     ("batch_norm-series", Sequential().batch_norm(), SERIES, LENGTHS),
     ("batch_norm-rows", Sequential().dense(4).batch_norm(eps=1e-3).relu(), Shape(3), ()),
     ("group_norm", Sequential().conv2d(4, 3).group_norm(2), IMAGE, ()),
+    # onnx's inference gives GroupNormalization no shape: the importer carries its input's on
+    # (found by scripts/fuzz_numbers.py: the flatten after it was refused)
+    ("group_norm-flatten-dense", Sequential().conv2d(4, 3).group_norm(2).flatten().dense(3),
+     IMAGE, ()),
     ("instance_norm-series", Sequential().conv1d(3, 2, padding="same").instance_norm(), SERIES,
      LENGTHS),
     ("spatial_dropout", Sequential().conv2d(3, 3).spatial_dropout(0.3).max_pool2d(2), IMAGE, ()),

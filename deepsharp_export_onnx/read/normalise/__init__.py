@@ -88,6 +88,31 @@ def _name_anonymous_batch(g: Graph) -> None:
             g.note(copy)
 
 
+# operators whose output has their input's shape, which onnx 1.23's inference leaves bare
+# (GroupNormalization at opset 21, a function), and every value after them with it
+SHAPE_KEEPING = frozenset({"GroupNormalization"})
+
+
+def _through_shape_keeping(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` inferred again past each SHAPE_KEEPING node, its output given its input's type."""
+    for _ in range(sum(n.op_type in SHAPE_KEEPING for n in model.graph.node)):
+        graph = model.graph
+        known = {v.name: v for v in [*graph.input, *graph.value_info, *graph.output]
+                 if v.type.tensor_type.HasField("shape")}
+        added = False
+        for node in graph.node:
+            if node.op_type in SHAPE_KEEPING and node.input and node.input[0] in known \
+                    and node.output and node.output[0] not in known:
+                info = graph.value_info.add()
+                info.CopyFrom(known[node.input[0]])
+                info.name = node.output[0]
+                added = True
+        if not added:
+            break
+        model = infer_shapes(model, strict_mode=False, data_prop=True)
+    return model
+
+
 def annotate(g: Graph) -> None:
     """Annotate every value: numbers where fixed, the input's symbols where they follow them
     (inference at two probe sizes); where that fails (a graph strict inference refuses), what
@@ -95,7 +120,7 @@ def annotate(g: Graph) -> None:
     model = g.to_model()
     del model.graph.value_info[:]
     try:
-        symbolic = infer_shapes(model, strict_mode=False, data_prop=True)
+        symbolic = _through_shape_keeping(infer_shapes(model, strict_mode=False, data_prop=True))
     except Exception:  # inference refusing a graph leaves its values bare: readers say what they miss
         symbolic = model
     for info in symbolic.graph.value_info:
