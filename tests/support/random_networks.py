@@ -22,55 +22,69 @@ from deepsharp import Adam, CrossEntropy, RandomStream, Sequential, Shape
 from deepsharp.errors import DeepsharpError, MaskRefused
 
 
+VOCABULARY = 11  # of the series of ids: 0 is the padding where an embedding says so
+
+
 def random_stack(g: np.random.Generator) -> tuple[Sequential, Shape]:
-    """A stack over series (steps x channels) or images (H x W x C), with its example shape."""
+    """A stack over images (H x W x C), series (steps x channels) or series of ids (steps,
+    int64), with its example shape."""
     def n(low: int, high: int) -> int:
         return int(g.integers(low, high))
 
-    if g.random() < 0.5:
+    def pick(*choices):
+        return choices[n(0, len(choices))]
+
+    if g.random() < 0.4:
         shape, s = Shape(n(6, 14), n(6, 14), n(1, 4)), Sequential()
         for _ in range(n(1, 3)):
-            s = s.conv2d(n(1, 30), int(g.choice([1, 2, 3])),
-                         padding=str(g.choice(["valid", "same"]))).relu()
+            padding = str(g.choice(["valid", "same"]))
+            s = (s.conv_transpose2d(n(1, 8), n(1, 3), stride=n(1, 3)) if g.random() < 0.1 else
+                 s.conv2d(n(1, 30), n(1, 4), padding=padding))
+            s = pick(s.relu(), s.leaky_relu(0.1), s.silu(), s)
             r = g.random()
             s = (s.max_pool2d(2) if r < 0.4 else s.avg_pool2d(2) if r < 0.55 else
                  s.batch_norm() if r < 0.65 else s.group_norm(1) if r < 0.7 else
                  s.upsample(2) if r < 0.75 else s.spatial_dropout(0.2) if r < 0.8 else s)
-        return (s.global_avg_pool() if g.random() < 0.3 else s.flatten()).dense(n(2, 20)) \
-            .relu().dense(3), shape
-    shape, s = Shape(n(3, 9), n(1, 5)), Sequential()
-    masked = g.random() < 0.25  # the series end in padding: zeros (_data), read by masking
-    if masked:
+        end = pick(s.global_avg_pool(), s.global_max_pool(), s.adaptive_max_pool(2).flatten(),
+                   s.flatten(), s.flatten())
+        return end.dense(n(2, 20)).relu().dense(3), shape
+    ids = g.random() < 0.3
+    shape = Shape(n(3, 9)) if ids else Shape(n(3, 9), n(1, 5))
+    masked = g.random() < 0.3  # the series end in padding (_data), read by masking or the ids
+    s = Sequential()
+    if ids:
+        s = s.embedding(VOCABULARY, n(2, 7), padding_index=0 if masked else None)
+    elif masked:
         s = s.masking(0.0)
     for _ in range(n(1, 4)):
-        kind = n(0, 8)
-        if kind == 0:
-            s = s.lstm(n(1, 9))
-        elif kind == 1:
-            s = s.gru(n(1, 9))
-        elif kind == 2:
-            s = s.conv1d(n(1, 9), n(1, 3), padding=str(g.choice(["valid", "same"]))).relu()
-        elif kind == 3:
-            s = s.dense(n(1, 9)).tanh()
-        elif kind == 4:
-            s = s.layer_norm()
-        elif kind == 5:
-            s = s.dense(n(2, 9)).gelu()
-        elif kind == 6:
-            s = s.residual(Sequential().dense(n(1, 9)).relu())
-        else:
-            s = s.multi_head_attention(n(1, 3), n(2, 9))
-    end = s.global_avg_pool() if masked or g.random() < 0.4 else s.flatten()
+        s = pick(
+            lambda: s.lstm(n(1, 9)), lambda: s.gru(n(1, 9)),
+            lambda: s.conv1d(n(1, 9), n(1, 3), padding=str(g.choice(["valid", "same", "causal"])))
+            .relu(),
+            lambda: s.dense(n(1, 9)).tanh(), lambda: s.layer_norm(), lambda: s.rms_norm(),
+            lambda: s.dense(n(2, 9)).gelu(), lambda: s.low_rank_dense(n(2, 9), 1).softplus(),
+            lambda: s.residual(Sequential().dense(n(1, 9)).elu()),
+            lambda: s.multi_head_attention(n(1, 3), 2 * n(1, 5)),
+            lambda: s.sine_positions(), lambda: s.instance_norm(),
+            lambda: s.avg_pool1d(2, padding="same"))()
+    end = pick(s.global_avg_pool(), s.global_max_pool(), s.attention_pool(),
+               s.global_avg_pool() if masked else s.flatten())
     return end.dense(3), shape
 
 
-def _data(g: np.random.Generator, shape: Shape, count: int):
-    """Examples, some series ending in zero padding (which only `masking` reads as such)."""
-    x = g.standard_normal((count, *shape.dims)).astype(np.float32)
-    if shape.rank == 2:
+def _data(g: np.random.Generator, shape: Shape, count: int, ids: bool = False):
+    """Examples (ids below VOCABULARY), some series ending in padding: zeros (which only
+    `masking`, or an embedding's padding_index 0, reads as such)."""
+    x = (g.integers(1, VOCABULARY, (count, *shape.dims)) if ids else
+         g.standard_normal((count, *shape.dims)).astype(np.float32))
+    if shape.rank == 2 or ids:
         for row in range(0, count, 2):
             x[row, int(g.integers(1, shape.dims[0] + 1)):] = 0
     return x, g.integers(0, 3, count)
+
+
+def _takes_ids(spec: Sequential) -> bool:
+    return bool(spec.layers) and spec.layers[0].input_dtype == "int64"
 
 
 def _built(seed: int):
@@ -90,7 +104,8 @@ def export_case(seed: int) -> list[str]:
     from deepsharp_export_onnx.errors import OnnxError
 
     g, spec, shape, network = _built(seed)
-    x, y = _data(g, shape, int(g.integers(4, 30)))
+    ids = _takes_ids(spec)
+    x, y = _data(g, shape, int(g.integers(4, 30)), ids)
     loss = CrossEntropy()
     try:
         network.fit(x, y, loss=loss, optimizer=Adam(1e-2), batch_size=8, progress=False)
@@ -100,7 +115,8 @@ def export_case(seed: int) -> list[str]:
     session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
     batches = [x, x[:1], x[:3]]
     if isinstance(session.get_inputs()[0].shape[1], str):  # the graph says any length
-        batches += [_data(g, Shape(shape.dims[0] + k, *shape.dims[1:]), 3)[0] for k in (1, 3)]
+        batches += [_data(g, Shape(shape.dims[0] + k, *shape.dims[1:]), 3, ids)[0]
+                    for k in (1, 3)]
     faults = []
     for batch in batches:
         try:
@@ -133,7 +149,7 @@ def paths_case(seed: int) -> list[str]:
 
     g, spec, shape, _ = _built(seed)
     count = int(g.integers(3, 30))
-    x, y = _data(g, shape, count)
+    x, y = _data(g, shape, count, _takes_ids(spec))
     batch = int(g.integers(1, count + 1))
     weights = {}
     lean = training.lean_pass
