@@ -3,6 +3,7 @@ composition), so autograd and the tracer see the same record a layer would leave
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 from typing import Any, Sequence
@@ -229,9 +230,41 @@ def adaptive_max_pool(x: Tensor, size) -> Tensor:
     return apply("adaptive_max_pool", x, sizes=_window(size, x.ndim - 2))
 
 
-def pad(x: Tensor, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
-    """x padded on every axis by `pads` (the begins of all axes, then the ends, as ONNX's Pad)."""
-    return apply("pad", x, pads=tuple(int(p) for p in pads), mode=mode, value=float(value))
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "edge": "edge"}
+
+
+def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
+    """PyTorch's `F.pad`: `pad` holds (before, after) pairs from the last axis backwards,
+    `(left, right)` for the last, then `(top, bottom)` for the one before it, ...; axes it does
+    not reach are left as they are. `mode` "constant" (with `value`, 0 when None), "reflect"
+    (mirrors without repeating the edge) or "replicate" (repeats it; "edge", ONNX's name, too).
+    PyTorch's "circular" and negative widths (which crop there) are refused by name. The
+    tensor's own axes are meant: a channels-last series (batch, steps, channels) pads its steps
+    with `pad=(0, 0, before, after)`."""
+    if isinstance(pad, (int, np.integer)) or not isinstance(pad, Sequence) or not builtins.all(
+            isinstance(p, (int, np.integer)) and not isinstance(p, bool) for p in pad):
+        raise SpecError(f"pad: pad must be a sequence of integers, (before, after) pairs from "
+                        f"the last axis, received {pad!r}")
+    widths = [int(p) for p in pad]
+    if len(widths) % 2 or len(widths) > 2 * x.ndim:
+        raise SpecError(f"pad: pad must hold (before, after) pairs for at most the {x.ndim} axes "
+                        f"of x {tuple(x.shape)}, from the last one, received {len(widths)} numbers")
+    if builtins.any(w < 0 for w in widths):
+        raise SpecError(f"pad: negative widths (which crop in PyTorch) are not supported, "
+                        f"received {tuple(widths)}; slice the tensor instead")
+    if mode not in _PAD_MODES:
+        raise SpecError(f"pad: mode must be one of 'constant', 'reflect', 'replicate' ('edge'), "
+                        f"received {mode!r}" + (" (PyTorch's 'circular' is not supported)"
+                                                if mode == "circular" else ""))
+    if value is not None and mode != "constant":
+        raise SpecError(f"pad: a value pads only in mode 'constant', received value={value!r} "
+                        f"with mode {mode!r}")
+    begins, ends = [0] * x.ndim, [0] * x.ndim
+    for pair in range(len(widths) // 2):
+        axis = x.ndim - 1 - pair
+        begins[axis], ends[axis] = widths[2 * pair], widths[2 * pair + 1]
+    return apply("pad", x, pads=(*begins, *ends), mode=_PAD_MODES[mode],
+                 value=0.0 if value is None else float(value))
 
 
 def interpolate(x: Tensor, size=None, scale=None, mode: str = "nearest",
@@ -247,12 +280,56 @@ def interpolate(x: Tensor, size=None, scale=None, mode: str = "nearest",
                  align_corners=int(align_corners))
 
 
-def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
+def layer_norm(x: Tensor, *args: Any, eps: float = 1e-5, **named: Any) -> Tensor:
+    """Layer normalisation over the last axis. PyTorch's form `layer_norm(x, normalized_shape,
+    weight=None, bias=None, eps=1e-5)` (the shape the last axis only: `(x.shape[-1],)`; no
+    weight means ones, no bias zeros), or this library's `layer_norm(x, weight, bias, eps)`."""
+    (weight, bias), eps = _norm_arguments("layer_norm", x, args, named, ("weight", "bias"), eps)
     return apply("layer_norm", x, weight, bias, eps=float(eps))
 
 
-def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-5) -> Tensor:
+def rms_norm(x: Tensor, *args: Any, eps: float | None = None, **named: Any) -> Tensor:
+    """RMS normalisation over the last axis: PyTorch's `rms_norm(x, normalized_shape,
+    weight=None, eps=None)` (no weight means ones; no eps, as there, the machine epsilon of x's
+    type), or this library's `rms_norm(x, weight, eps=1e-5)`."""
+    pytorch = bool(args and isinstance(args[0], (int, np.integer, tuple, list))) \
+        or "normalized_shape" in named
+    (weight,), eps = _norm_arguments("rms_norm", x, args, named, ("weight",), eps)
+    if eps is None:
+        eps = float(np.finfo(x.dtype).eps) if pytorch else 1e-5
     return apply("rms_norm", x, weight, eps=float(eps))
+
+
+def _norm_arguments(name: str, x: Tensor, args: tuple, named: dict, slots: tuple[str, ...],
+                    eps: float) -> tuple[tuple[Tensor, ...], float]:
+    """(the slots' tensors, eps) from either form (see layer_norm)."""
+    shape = named.pop("normalized_shape", None)
+    if shape is None and args and (isinstance(args[0], (int, np.integer, tuple, list))):
+        shape, args = args[0], args[1:]
+    if len(args) > len(slots) + 1:
+        raise SpecError(f"{name}: too many arguments ({len(args)} after x)")
+    given = dict(zip(slots, args[:len(slots)]))
+    if len(args) > len(slots):
+        eps = args[len(slots)]
+    for key, value in named.items():
+        if key not in slots or key in given:
+            raise SpecError(f"{name}: unexpected or repeated argument {key!r}")
+        given[key] = value
+    width = x.shape[-1]
+    if shape is not None:
+        dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        if dims != (width,):
+            raise SpecError(f"{name}: normalized_shape must be the last axis, ({width},), for x of "
+                            f"shape {tuple(x.shape)}; over several axes is not supported, "
+                            f"received {dims}")
+        fill = {"weight": np.ones, "bias": np.zeros}
+        given = {k: given.get(k) if given.get(k) is not None else
+                 Tensor(fill[k](width, np.float32).astype(x.dtype)) for k in slots}
+    missing = [k for k in slots if given.get(k) is None]
+    if missing:
+        raise SpecError(f"{name}: give {', '.join(missing)} (or PyTorch's normalized_shape, "
+                        f"({width},), for ones and zeros)")
+    return tuple(given[k] for k in slots), eps
 
 
 def group_norm(x: Tensor, groups: int, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
