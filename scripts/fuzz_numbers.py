@@ -1,10 +1,10 @@
 """The long fuzz of numbers: random layer stacks held to their references (the cases of
-tests/support/random_networks.py: `export`, `paths`, `recurrent`; and here `pytorch`: a random
+tests/support/random_networks.py: `export`, `paths`, `recurrent`, `trace`; and here `pytorch`: a random
 PyTorch model exported by torch.onnx with dynamic axes, read by OnnxFile and held to PyTorch's
 own answer within 1e-5, which needs torch, as the benchmarks do), each case rebuilt from its
 seed, every fault printed with the seed that replays it.
 
-    .venv/bin/python scripts/fuzz_numbers.py [--cases export=200,paths=100,recurrent=500,pytorch=100]
+    .venv/bin/python scripts/fuzz_numbers.py [--cases export=200,paths=100,recurrent=500,trace=500,pytorch=100]
                                               [--seed 0]
 
 The suite runs a few cases of each but `pytorch` (tests/fuzz/test_numbers.py).
@@ -113,7 +113,8 @@ def main() -> int:
     CASES = {**SUITE_CASES, "pytorch": pytorch_case}
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="export=200,paths=100,recurrent=500,pytorch=100")
+    parser.add_argument("--cases",
+                        default="export=200,paths=100,recurrent=500,trace=500,pytorch=100")
     parser.add_argument("--seed", type=int, default=0, help="the first case's seed")
     args = parser.parse_args()
     counts = {name: int(count) for name, count in

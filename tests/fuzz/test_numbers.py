@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.random_networks import export_case, paths_case, recurrent_case
+from tests.support.random_networks import export_case, paths_case, recurrent_case, trace_case
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -22,3 +22,8 @@ def test_random_stacks_train_alike_by_every_path(seed):
 @pytest.mark.parametrize("seed", range(200))
 def test_random_recurrent_layers_give_numpys_numbers_compiled(seed):
     assert recurrent_case(seed) == []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_modules_traced_answer_at_other_sizes(seed):
+    assert trace_case(seed) == []

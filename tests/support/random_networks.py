@@ -10,6 +10,9 @@ empty list: none); a case is rebuilt from its seed.
 - `recurrent_case`: the LSTM and GRU primitives with `compiled()` and without, any shapes and
   lengths: the same outputs and gradients bit for bit. (It found the whole-sequence kernels
   rounding a state of one value otherwise, 2 December.)
+- `trace_case`: a module written as code, a random chain of tensor operations as a PyTorch user
+  writes them, traced with its batch and steps symbolic, in ONNX Runtime at other sizes
+  against `evaluate`. (It found `F.pad` taking ONNX's order, 2 December.)
 """
 
 from __future__ import annotations
@@ -199,4 +202,80 @@ def recurrent_case(seed: int) -> list[str]:
             if not np.array_equal(a.view(np.uint32), b.view(np.uint32))]
 
 
-CASES = {"export": export_case, "paths": paths_case, "recurrent": recurrent_case}
+# a chain of tensor operations written as a PyTorch user writes them, over x (batch, steps, 4)
+_C = 4
+_CHAIN = {
+    "relu": lambda m, x: x.relu(), "sigmoid": lambda m, x: x.sigmoid(),
+    "tanh": lambda m, x: x.tanh(), "abs": lambda m, x: x.abs(), "neg": lambda m, x: -x,
+    "affine": lambda m, x: x * 0.5 + 1.0, "square": lambda m, x: x * x,
+    "center": lambda m, x: x - x.mean(dim=-1, keepdim=True),
+    "soft sign": lambda m, x: x / (x.abs() + 1), "clamp": lambda m, x: x.clamp(-1, 1),
+    "gelu": lambda m, x: _F().gelu(x), "softmax": lambda m, x: x.softmax(-1),
+    "log_softmax": lambda m, x: x.log_softmax(-1), "cumsum": lambda m, x: x.cumsum(1),
+    "matmul": lambda m, x: x @ m.w, "diff": lambda m, x: x[:, 1:] - x[:, :-1],
+    "amax": lambda m, x: x + x.amax(dim=1, keepdim=True),
+    "cat": lambda m, x: _F().cat([x, x * 2], dim=-1) @ m.w2,
+    "by steps": lambda m, x: x - x.sum(dim=1, keepdim=True) / x.shape[1],
+    "where": lambda m, x: _F().where(x > 0, x, x * 0.1),
+    "sqrt": lambda m, x: (x.abs() + 1e-3).sqrt(), "pow": lambda m, x: x.pow(2),
+    "transpose": lambda m, x: (x.transpose(1, 2) * 1.5).transpose(1, 2),
+    "flip": lambda m, x: x.flip(1), "roll": lambda m, x: x.roll(1, 1),
+    "std": lambda m, x: x / (x.std(dim=1, keepdim=True) + 1),
+    "layer_norm": lambda m, x: _F().layer_norm(x, (_C,)),
+    "rms_norm": lambda m, x: _F().rms_norm(x, (_C,)),
+    "exp": lambda m, x: x.clamp(-3, 3).exp(),
+    "pad": lambda m, x: _F().pad(x, (0, 0, 1, 2), mode="replicate")[:, 1:-2],
+    "unsqueeze": lambda m, x: x.unsqueeze(2).squeeze(2),
+    "halves": lambda m, x: x[:, : x.shape[1] // 2].mean(dim=1, keepdim=True) + x,
+    "topk": lambda m, x: x + x.topk(1, dim=1).values, "sort": lambda m, x: x.sort(dim=1).values,
+    "repeat": lambda m, x: x.repeat(1, 2, 1)[:, ::2],
+    "einsum": lambda m, x: _F().einsum("btc,cd->btd", x, m.w),
+    "normalize": lambda m, x: _F().normalize(x, dim=-1),
+    "logsumexp": lambda m, x: x - x.logsumexp(-1, keepdim=True),
+}
+
+
+def _F():
+    from deepsharp import functional
+
+    return functional
+
+
+def trace_case(seed: int) -> list[str]:
+    """A Module whose forward is a random chain of _CHAIN, traced with its batch and steps
+    symbolic: ONNX Runtime at other batch sizes and lengths against `evaluate`."""
+    import onnxruntime as ort
+
+    from deepsharp import Module, Parameter
+
+    g = np.random.default_rng(seed)
+    names = [list(_CHAIN)[i] for i in g.integers(0, len(_CHAIN), int(g.integers(1, 6)))]
+
+    class Chain(Module):
+        def __init__(self):
+            super().__init__()
+            self.w = Parameter(g.standard_normal((_C, _C)).astype(np.float32) * 0.5)
+            self.w2 = Parameter(g.standard_normal((2 * _C, _C)).astype(np.float32) * 0.5)
+
+        def forward(self, x):
+            for name in names:
+                x = _CHAIN[name](self, x)
+            return x.mean(dim=1)
+
+    module = Chain()
+    traced = module.trace(g.standard_normal((3, 7, _C)).astype(np.float32),
+                          axis_names={0: "batch", 1: "steps"})
+    session = ort.InferenceSession(traced.to_bytes(), providers=["CPUExecutionProvider"])
+    faults = []
+    for shape in ((3, 7, _C), (1, 7, _C), (5, 4, _C), (2, 12, _C)):
+        x = g.standard_normal(shape).astype(np.float32)
+        expected = module.evaluate(x)
+        got = session.run(None, {session.get_inputs()[0].name: x})[0]
+        gap = float(np.abs(got - expected).max()) if got.shape == expected.shape else np.inf
+        if not gap <= 1e-5 * max(1.0, float(np.abs(expected).max())):
+            faults.append(f"seed {seed}: {names} at {shape}: {gap} from evaluate")
+    return faults
+
+
+CASES = {"export": export_case, "paths": paths_case, "recurrent": recurrent_case,
+         "trace": trace_case}
