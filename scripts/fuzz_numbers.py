@@ -1,5 +1,7 @@
 """The long fuzz of numbers: random layer stacks held to their references (the cases of
-tests/support/random_networks.py: `export`, `paths`, `recurrent`, `trace`; and here `pytorch`: a random
+tests/support/random_networks.py: `export`, `paths`, `recurrent`, `trace`; and here `gradients`:
+the `trace` chains run on PyTorch's tensors too, outputs and gradients held to PyTorch's; and
+`pytorch`: a random
 PyTorch model exported by torch.onnx with dynamic axes, read by OnnxFile and held to PyTorch's
 own answer within 1e-5, which needs torch, as the benchmarks do), each case rebuilt from its
 seed, every fault printed with the seed that replays it.
@@ -107,10 +109,69 @@ def pytorch_case(seed: int) -> list[str]:
     return []
 
 
+def gradients_case(seed: int) -> list[str]:
+    """The chain of a `trace` case (tests/support/random_networks.py), the same code run on
+    deepsharp's tensors and on PyTorch's (F as torch's functions), in half the cases one
+    operation on an input in steps of 0.5 (ties, zeros, the clamp's bounds): the output and the
+    gradients of the input and both weights against PyTorch's, within 1e-4 of their size
+    (float32)."""
+    import types
+
+    import numpy as np
+    import torch
+    import torch.nn.functional as tF
+
+    from deepsharp import functional as F
+    from deepsharp.tensors import Tensor
+    from tests.support.random_networks import _C, _CHAIN
+
+    g = np.random.default_rng(seed)
+    names = [list(_CHAIN)[i] for i in g.integers(0, len(_CHAIN), int(g.integers(1, 6)))]
+    arrays = [g.standard_normal(s).astype(np.float32) * k
+              for s, k in (((3, 7, _C), 1.0), ((_C, _C), 0.5), ((2 * _C, _C), 0.5))]
+    if g.random() < 0.5:
+        # ties and zeros on one operation's input (relu and abs at 0, clamp at its bounds, amax
+        # and where): its own rule at the kink. Not after other operations, whose rounding may
+        # land a value a hair either side of a kink, nor topk and sort, whose choice among ties
+        # PyTorch leaves unspecified (docs/tensors.md)
+        names = [n for n in names if n not in ("topk", "sort")][:1] or ["relu"]
+        arrays[0] = np.round(arrays[0] * 2) / 2
+    weights = g.standard_normal((3, _C)).astype(np.float32)
+    torch_f = types.SimpleNamespace(gelu=tF.gelu, cat=torch.cat, where=torch.where,
+                                    layer_norm=tF.layer_norm, rms_norm=tF.rms_norm, pad=tF.pad,
+                                    einsum=torch.einsum, normalize=tF.normalize)
+
+    def run(make, functions):
+        x, w, w2 = (make(a) for a in arrays)
+        module = types.SimpleNamespace(w=w, w2=w2)
+        y = x
+        for name in names:
+            y = _CHAIN[name](module, y, functions)
+        y = y.mean(dim=1)
+        (y * make(weights, False)).sum().backward()
+        return [v.detach().numpy() if hasattr(v, "detach") else v._data for v in (y,)] + \
+            [t.grad.numpy() if hasattr(t.grad, "numpy") and not isinstance(t.grad, np.ndarray)
+             else t.grad for t in (x, w, w2)]
+
+    ours = run(lambda a, grad=True: Tensor(a, requires_grad=grad), F)
+    theirs = run(lambda a, grad=True: torch.tensor(a, requires_grad=grad), torch_f)
+    faults = []
+    for what, a, b in zip(("output", "x's gradient", "w's gradient", "w2's gradient"), ours,
+                          theirs):
+        if a is None and b is None:  # a weight the chain does not use
+            continue
+        a = np.zeros_like(b) if a is None else np.asarray(a)
+        b = np.zeros_like(a) if b is None else np.asarray(b)
+        gap = float(np.abs(a - b).max()) if a.shape == b.shape else np.inf
+        if not gap <= 1e-4 * max(1.0, float(np.abs(b).max())):
+            faults.append(f"seed {seed}: {names}: {what} {gap} from PyTorch's")
+    return faults
+
+
 def main() -> int:
     from tests.support.random_networks import CASES as SUITE_CASES
 
-    CASES = {**SUITE_CASES, "pytorch": pytorch_case}
+    CASES = {**SUITE_CASES, "pytorch": pytorch_case, "gradients": gradients_case}
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases",

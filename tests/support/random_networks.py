@@ -202,43 +202,38 @@ def recurrent_case(seed: int) -> list[str]:
             if not np.array_equal(a.view(np.uint32), b.view(np.uint32))]
 
 
-# a chain of tensor operations written as a PyTorch user writes them, over x (batch, steps, 4)
+# a chain of tensor operations written as a PyTorch user writes them, over x (batch, steps, 4):
+# the same code runs on PyTorch's tensors, F then torch's (scripts/fuzz_numbers.py, `gradients`)
 _C = 4
 _CHAIN = {
-    "relu": lambda m, x: x.relu(), "sigmoid": lambda m, x: x.sigmoid(),
-    "tanh": lambda m, x: x.tanh(), "abs": lambda m, x: x.abs(), "neg": lambda m, x: -x,
-    "affine": lambda m, x: x * 0.5 + 1.0, "square": lambda m, x: x * x,
-    "center": lambda m, x: x - x.mean(dim=-1, keepdim=True),
-    "soft sign": lambda m, x: x / (x.abs() + 1), "clamp": lambda m, x: x.clamp(-1, 1),
-    "gelu": lambda m, x: _F().gelu(x), "softmax": lambda m, x: x.softmax(-1),
-    "log_softmax": lambda m, x: x.log_softmax(-1), "cumsum": lambda m, x: x.cumsum(1),
-    "matmul": lambda m, x: x @ m.w, "diff": lambda m, x: x[:, 1:] - x[:, :-1],
-    "amax": lambda m, x: x + x.amax(dim=1, keepdim=True),
-    "cat": lambda m, x: _F().cat([x, x * 2], dim=-1) @ m.w2,
-    "by steps": lambda m, x: x - x.sum(dim=1, keepdim=True) / x.shape[1],
-    "where": lambda m, x: _F().where(x > 0, x, x * 0.1),
-    "sqrt": lambda m, x: (x.abs() + 1e-3).sqrt(), "pow": lambda m, x: x.pow(2),
-    "transpose": lambda m, x: (x.transpose(1, 2) * 1.5).transpose(1, 2),
-    "flip": lambda m, x: x.flip(1), "roll": lambda m, x: x.roll(1, 1),
-    "std": lambda m, x: x / (x.std(dim=1, keepdim=True) + 1),
-    "layer_norm": lambda m, x: _F().layer_norm(x, (_C,)),
-    "rms_norm": lambda m, x: _F().rms_norm(x, (_C,)),
-    "exp": lambda m, x: x.clamp(-3, 3).exp(),
-    "pad": lambda m, x: _F().pad(x, (0, 0, 1, 2), mode="replicate")[:, 1:-2],
-    "unsqueeze": lambda m, x: x.unsqueeze(2).squeeze(2),
-    "halves": lambda m, x: x[:, : x.shape[1] // 2].mean(dim=1, keepdim=True) + x,
-    "topk": lambda m, x: x + x.topk(1, dim=1).values, "sort": lambda m, x: x.sort(dim=1).values,
-    "repeat": lambda m, x: x.repeat(1, 2, 1)[:, ::2],
-    "einsum": lambda m, x: _F().einsum("btc,cd->btd", x, m.w),
-    "normalize": lambda m, x: _F().normalize(x, dim=-1),
-    "logsumexp": lambda m, x: x - x.logsumexp(-1, keepdim=True),
+    "relu": lambda m, x, F: x.relu(), "sigmoid": lambda m, x, F: x.sigmoid(),
+    "tanh": lambda m, x, F: x.tanh(), "abs": lambda m, x, F: x.abs(), "neg": lambda m, x, F: -x,
+    "affine": lambda m, x, F: x * 0.5 + 1.0, "square": lambda m, x, F: x * x,
+    "center": lambda m, x, F: x - x.mean(dim=-1, keepdim=True),
+    "soft sign": lambda m, x, F: x / (x.abs() + 1), "clamp": lambda m, x, F: x.clamp(-1, 1),
+    "gelu": lambda m, x, F: F.gelu(x), "softmax": lambda m, x, F: x.softmax(-1),
+    "log_softmax": lambda m, x, F: x.log_softmax(-1), "cumsum": lambda m, x, F: x.cumsum(1),
+    "matmul": lambda m, x, F: x @ m.w, "diff": lambda m, x, F: x[:, 1:] - x[:, :-1],
+    "amax": lambda m, x, F: x + x.amax(dim=1, keepdim=True),
+    "cat": lambda m, x, F: F.cat([x, x * 2], dim=-1) @ m.w2,
+    "by steps": lambda m, x, F: x - x.sum(dim=1, keepdim=True) / x.shape[1],
+    "where": lambda m, x, F: F.where(x > 0, x, x * 0.1),
+    "sqrt": lambda m, x, F: (x.abs() + 1e-3).sqrt(), "pow": lambda m, x, F: x.pow(2),
+    "transpose": lambda m, x, F: (x.transpose(1, 2) * 1.5).transpose(1, 2),
+    "flip": lambda m, x, F: x.flip(1), "roll": lambda m, x, F: x.roll(1, 1),
+    "std": lambda m, x, F: x / (x.std(dim=1, keepdim=True) + 1),
+    "layer_norm": lambda m, x, F: F.layer_norm(x, (_C,)),
+    "rms_norm": lambda m, x, F: F.rms_norm(x, (_C,)),
+    "exp": lambda m, x, F: x.clamp(-3, 3).exp(),
+    "pad": lambda m, x, F: F.pad(x, (0, 0, 1, 2), mode="replicate")[:, 1:-2],
+    "unsqueeze": lambda m, x, F: x.unsqueeze(2).squeeze(2),
+    "halves": lambda m, x, F: x[:, : x.shape[1] // 2].mean(dim=1, keepdim=True) + x,
+    "topk": lambda m, x, F: x + x.topk(1, dim=1).values, "sort": lambda m, x, F: x.sort(dim=1).values,
+    "repeat": lambda m, x, F: x.repeat(1, 2, 1)[:, ::2],
+    "einsum": lambda m, x, F: F.einsum("btc,cd->btd", x, m.w),
+    "normalize": lambda m, x, F: F.normalize(x, dim=-1),
+    "logsumexp": lambda m, x, F: x - x.logsumexp(-1, keepdim=True),
 }
-
-
-def _F():
-    from deepsharp import functional
-
-    return functional
 
 
 def trace_case(seed: int) -> list[str]:
@@ -247,6 +242,7 @@ def trace_case(seed: int) -> list[str]:
     import onnxruntime as ort
 
     from deepsharp import Module, Parameter
+    from deepsharp import functional as F
 
     g = np.random.default_rng(seed)
     names = [list(_CHAIN)[i] for i in g.integers(0, len(_CHAIN), int(g.integers(1, 6)))]
@@ -259,7 +255,7 @@ def trace_case(seed: int) -> list[str]:
 
         def forward(self, x):
             for name in names:
-                x = _CHAIN[name](self, x)
+                x = _CHAIN[name](self, x, F)
             return x.mean(dim=1)
 
     module = Chain()
