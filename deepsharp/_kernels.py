@@ -315,13 +315,8 @@ def gru_backward_steps(blas, rzn, hn, hs, dy_t, dh, w_hh_t, dx_gates, dh_gates, 
     masked = active.shape[0] > 0
     for n in range(steps):
         t = n if reverse else steps - 1 - n
-        if dy_t.shape[0]:
-            step_grad = dy_t[t]
-            for b in range(batch):
-                for j in range(hidden):
-                    dh[b, j] = dh[b, j] + step_grad[b, j]
-        before = t + 1 if reverse else t - 1
-        prev = hs[before] if 0 <= before < steps else zero
+        _add_output_grad(dh, dy_t, t)
+        prev = _state_before(hs, t, reverse, zero)
         gru_step_grad(rzn[t], hn[t], prev, dh, dx_gates[t], dh_gates[t], carry)
         sgemm(blas, dh_gates[t], w_hh_t, back)
         for b in range(batch):
@@ -383,6 +378,23 @@ def lstm_step_forward(g, product, c, a, c_out, tc, h_out):
 
 
 @njit(**_JIT)
+def _add_output_grad(dh, dy_t, t):
+    """dh += dy_t[t], the outputs' gradient reaching step t (dy_t has no steps when none does)."""
+    if dy_t.shape[0]:
+        step_grad = dy_t[t]
+        for b in range(dh.shape[0]):
+            for j in range(dh.shape[1]):
+                dh[b, j] = dh[b, j] + step_grad[b, j]
+
+
+@njit(**_JIT)
+def _state_before(states, t, reverse, zero):
+    """The state step t started from: the one the step before it in reading order left."""
+    before = t + 1 if reverse else t - 1
+    return states[before] if 0 <= before < states.shape[0] else zero
+
+
+@njit(**_JIT)
 def lstm_forward_steps(blas, gates, w_hh, acts, hs, cs, tcs, active, reverse):
     """A whole LSTM sequence forward (`Lstm.forward`) in one call without the GIL: per step, in
     reading order, product = h @ w_hh by numpy's BLAS at `blas` (deepsharp._blas), then
@@ -421,13 +433,8 @@ def lstm_backward_steps(blas, acts, cs, tcs, dy_t, dh, dc, w_hh_t, dgates, activ
     product = np.empty((batch, hidden), cs.dtype)
     for n in range(steps):
         t = n if reverse else steps - 1 - n
-        if dy_t.shape[0]:
-            step_grad = dy_t[t]
-            for b in range(batch):
-                for j in range(hidden):
-                    dh[b, j] = dh[b, j] + step_grad[b, j]
-        before = t + 1 if reverse else t - 1
-        c_prev = cs[before] if 0 <= before < steps else zero
+        _add_output_grad(dh, dy_t, t)
+        c_prev = _state_before(cs, t, reverse, zero)
         if not masked:
             lstm_step_grad(acts[t], tcs[t], c_prev, dh, dc, dgates[t], dc)
             sgemm(blas, rows[t], w_hh_t, dh)
