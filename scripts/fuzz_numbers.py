@@ -1,15 +1,16 @@
-"""The long fuzz of numbers: random layer stacks held to their references (the cases of
-tests/support/random_networks.py: `export`, `paths`, `recurrent`, `trace`; and here `gradients`:
-the `trace` chains run on PyTorch's tensors too, outputs and gradients held to PyTorch's; and
-`pytorch`: a random
-PyTorch model exported by torch.onnx with dynamic axes, read by OnnxFile and held to PyTorch's
-own answer within 1e-5, which needs torch, as the benchmarks do), each case rebuilt from its
-seed, every fault printed with the seed that replays it.
+"""The long fuzz of numbers: random layer stacks and modules held to their references, each
+case rebuilt from its seed, every fault printed with the seed that replays it.
 
-    .venv/bin/python scripts/fuzz_numbers.py [--cases export=200,paths=100,recurrent=500,trace=500,pytorch=100]
+- the cases of tests/support/random_networks.py: `export`, `paths`, `recurrent`, `trace` (the
+  suite runs a few of each: tests/fuzz/test_numbers.py);
+- here, needing torch as the benchmarks do: `gradients` (the `trace` chains on PyTorch's tensors
+  too, outputs and gradients held to PyTorch's), `pytorch` and `pytorch-series` (random PyTorch
+  image models, and recurrent or attention series models, exported by torch.onnx with dynamic
+  axes, read by OnnxFile, held to PyTorch's own answer within 1e-5).
+
+    .venv/bin/python scripts/fuzz_numbers.py [--cases export=200,paths=100,recurrent=500,trace=500,
+                                               pytorch=100,pytorch-series=100,gradients=500]
                                               [--seed 0]
-
-The suite runs a few cases of each but `pytorch` (tests/fuzz/test_numbers.py).
 """
 
 from __future__ import annotations
@@ -109,6 +110,73 @@ def pytorch_case(seed: int) -> list[str]:
     return []
 
 
+def pytorch_series_case(seed: int) -> list[str]:
+    """A random PyTorch series model: an LSTM or GRU (batch first, bidirectional in a third of the
+    cases), self-attention (nn.MultiheadAttention over a projection) or layer norm -> Linear ->
+    GELU, then the mean over the steps (or, after a one-way recurrent layer, its last step) and a
+    Linear; exported by torch.onnx with the batch (and in half the cases the steps) dynamic, read
+    by OnnxFile, held to PyTorch's answer within 1e-5. (`y[:, -1]` of a bidirectional layer, or
+    of a layer that is not recurrent, is refused by name: no layer of ours takes one step.)"""
+    import io
+
+    import numpy as np
+    import torch
+    from torch import nn
+
+    from deepsharp import MeanSquaredError
+    from deepsharp_export_onnx import OnnxFile
+    from deepsharp_export_onnx.errors import OnnxError
+
+    g = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    channels, steps, hidden = int(g.integers(1, 5)), int(g.integers(3, 10)), int(g.integers(2, 9))
+    kind = str(g.choice(["lstm", "gru", "attention", "layer norm"]))
+    both = bool(g.random() < 0.3)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            width = hidden * (2 if both and kind in ("lstm", "gru") else 1)
+            if kind in ("lstm", "gru"):
+                self.core = (nn.LSTM if kind == "lstm" else nn.GRU)(
+                    channels, hidden, batch_first=True, bidirectional=both)
+            elif kind == "attention":
+                width = 2 * hidden
+                self.projection = nn.Linear(channels, width)
+                self.core = nn.MultiheadAttention(width, int(g.choice([1, 2])), batch_first=True)
+            else:
+                self.core = nn.Sequential(nn.LayerNorm(channels), nn.Linear(channels, hidden),
+                                          nn.GELU())
+            self.last = kind in ("lstm", "gru") and not both and g.random() < 0.5
+            self.head = nn.Linear(width, 3)
+
+        def forward(self, x):
+            if kind in ("lstm", "gru"):
+                y = self.core(x)[0]
+            elif kind == "attention":
+                p = self.projection(x)
+                y = self.core(p, p, p, need_weights=False)[0]
+            else:
+                y = self.core(x)
+            return self.head(y[:, -1] if self.last else y.mean(dim=1))
+
+    model = Model().eval()
+    x = torch.randn(4, steps, channels)
+    axes = {"x": {0: "N", 1: "T"} if g.random() < 0.5 else {0: "N"}, "y": {0: "N"}}
+    stream = io.BytesIO()
+    torch.onnx.export(model, (x,), stream, input_names=["x"], output_names=["y"],
+                      dynamic_axes=axes, dynamo=False, opset_version=17)
+    expected = model(x).detach().numpy()
+    try:
+        network = OnnxFile(MeanSquaredError()).read(io.BytesIO(stream.getvalue()))
+    except OnnxError as error:
+        return [f"seed {seed}: {kind} refused: {str(error)[:200]}"]
+    gap = float(np.abs(network.predict(x.numpy(), MeanSquaredError()) - expected).max())
+    if not gap <= 1e-5 * max(1.0, float(np.abs(expected).max())):
+        return [f"seed {seed}: {kind}: {gap} from PyTorch"]
+    return []
+
+
 def gradients_case(seed: int) -> list[str]:
     """The chain of a `trace` case (tests/support/random_networks.py), the same code run on
     deepsharp's tensors and on PyTorch's (F as torch's functions), in half the cases one
@@ -171,11 +239,13 @@ def gradients_case(seed: int) -> list[str]:
 def main() -> int:
     from tests.support.random_networks import CASES as SUITE_CASES
 
-    CASES = {**SUITE_CASES, "pytorch": pytorch_case, "gradients": gradients_case}
+    CASES = {**SUITE_CASES, "pytorch": pytorch_case, "pytorch-series": pytorch_series_case,
+             "gradients": gradients_case}
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases",
-                        default="export=200,paths=100,recurrent=500,trace=500,pytorch=100")
+                        default="export=200,paths=100,recurrent=500,trace=500,pytorch=100,"
+                                "pytorch-series=100,gradients=500")
     parser.add_argument("--seed", type=int, default=0, help="the first case's seed")
     args = parser.parse_args()
     counts = {name: int(count) for name, count in
