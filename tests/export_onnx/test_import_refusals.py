@@ -153,3 +153,24 @@ def test_a_malformed_node_is_refused_by_name():
     with pytest.raises(ImportRefused, match="node 'half_a_gemm' \\(Gemm\\): its kernel \\(input 1\\) "
                                             "must be a constant"):
         OnnxFile(MeanSquaredError()).read(model)
+
+
+@pytest.mark.parametrize("index", [-1, 0])
+def test_one_step_of_a_series_is_refused_with_the_ways_out(index):
+    """PyTorch's `linear(x)[:, -1]` over a series that no recurrent layer made: no layer of ours
+    takes one step of a series."""
+    generator = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(generator.standard_normal(s).astype(np.float32), n)
+             for n, s in (("a", (3, 4)), ("b", (4, 2)))]
+    inits.append(numpy_helper.from_array(np.array(index, np.int64), "step"))
+    nodes = [helper.make_node("MatMul", ["x", "a"], ["h"], name="project"),
+             helper.make_node("Gather", ["h", "step"], ["one"], name="pick", axis=1),
+             helper.make_node("MatMul", ["one", "b"], ["y"], name="head")]
+    graph = helper.make_graph(
+        nodes, "one_step", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with pytest.raises(ImportRefused, match=rf"node 'pick' \(Gather\): step {index} of a series: "
+                                            r"no layer takes one step .* take the mean over the "
+                                            r"steps or a global pool instead"):
+        OnnxFile(MeanSquaredError()).read(model)

@@ -49,6 +49,19 @@ def read_embedding(node: onnx.NodeProto, r: Reading) -> Read | None:
     return None if table is None else _embedding_read(r, node, table, [], None)
 
 
+@reads_pattern("Gather")
+def refuse_one_step(node: onnx.NodeProto, r: Reading) -> Read | None:
+    """A Gather of one step of a series (PyTorch's `y[:, -1]`, `y[:, 0]`) that no recurrent
+    layer took as its last state: refused by name, with the ways out (after the embedding's
+    pattern, which looks rows of a table up)."""
+    if node.input[0] != r.value or r.rank != 3 or attrs(node).get("axis", 0) % 3 != 1 \
+            or scalar(r, node.input[1]) is None:
+        return None
+    raise r.unreadable(node, f"step {scalar(r, node.input[1])} of a series: no layer takes one "
+                             f"step (a one-way LSTM's or GRU's last step reads as its last "
+                             f"state); take the mean over the steps or a global pool instead")
+
+
 @reads_fork
 def read_padded_embedding(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
     """Gather(table, ids) beside Cast(Sub(ids, pad), bool): an embedding with a padding index."""
