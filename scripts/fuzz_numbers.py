@@ -24,21 +24,43 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def _read_as_pytorch_answers(seed: int, model, x, axes: dict, label: str) -> list[str]:
+    """`model` exported by torch.onnx (opset 17, `axes` dynamic), read by OnnxFile: its
+    predictions on x against PyTorch's within 1e-5 of the answer's size."""
+    import io
+
+    import numpy as np
+    import torch
+
+    from deepsharp import MeanSquaredError
+    from deepsharp_export_onnx import OnnxFile
+    from deepsharp_export_onnx.errors import OnnxError
+
+    stream = io.BytesIO()
+    torch.onnx.export(model, (x,), stream, input_names=["x"], output_names=["y"],
+                      dynamic_axes=axes, dynamo=False, opset_version=17)
+    expected = model(x).detach().numpy()
+    try:
+        network = OnnxFile(MeanSquaredError()).read(io.BytesIO(stream.getvalue()))
+    except OnnxError as error:
+        return [f"seed {seed}: {label} refused: {str(error)[:200]}"]
+    gap = float(np.abs(network.predict(x.numpy(), MeanSquaredError()) - expected).max())
+    if not gap <= 1e-5 * max(1.0, float(np.abs(expected).max())):
+        return [f"seed {seed}: {label}: {gap} from PyTorch"]
+    return []
+
+
 def pytorch_case(seed: int) -> list[str]:
     """A random PyTorch image or series model (convolutions with groups, dilations and strides,
     transposed convolutions, activations, pools, batch norm with trained statistics, upsampling,
     dropout, adaptive pooling, flatten, linear layers), exported by torch.onnx (opset 17, the
     batch dynamic and a series' steps too in half the cases), read by OnnxFile: its predictions
     against PyTorch's within 1e-5 of the answer's size."""
-    import io
 
     import numpy as np
     import torch
     from torch import nn
 
-    from deepsharp import MeanSquaredError
-    from deepsharp_export_onnx import OnnxFile
-    from deepsharp_export_onnx.errors import OnnxError
 
     g = np.random.default_rng(seed)
     torch.manual_seed(seed)
@@ -96,18 +118,7 @@ def pytorch_case(seed: int) -> list[str]:
                 module.weight.uniform_(0.5, 2)
     x = torch.randn(5, *shape)
     axes = {"x": {0: "N", 2: "T"} if series and g.random() < 0.5 else {0: "N"}, "y": {0: "N"}}
-    stream = io.BytesIO()
-    torch.onnx.export(model, (x,), stream, input_names=["x"], output_names=["y"],
-                      dynamic_axes=axes, dynamo=False, opset_version=17)
-    expected = model(x).detach().numpy()
-    try:
-        network = OnnxFile(MeanSquaredError()).read(io.BytesIO(stream.getvalue()))
-    except OnnxError as error:
-        return [f"seed {seed}: {model} refused: {str(error)[:200]}"]
-    gap = float(np.abs(network.predict(x.numpy(), MeanSquaredError()) - expected).max())
-    if not gap <= 1e-5 * max(1.0, float(np.abs(expected).max())):
-        return [f"seed {seed}: {model}: {gap} from PyTorch"]
-    return []
+    return _read_as_pytorch_answers(seed, model, x, axes, str(model))
 
 
 def pytorch_series_case(seed: int) -> list[str]:
@@ -117,15 +128,11 @@ def pytorch_series_case(seed: int) -> list[str]:
     Linear; exported by torch.onnx with the batch (and in half the cases the steps) dynamic, read
     by OnnxFile, held to PyTorch's answer within 1e-5. (`y[:, -1]` of a bidirectional layer, or
     of a layer that is not recurrent, is refused by name: no layer of ours takes one step.)"""
-    import io
 
     import numpy as np
     import torch
     from torch import nn
 
-    from deepsharp import MeanSquaredError
-    from deepsharp_export_onnx import OnnxFile
-    from deepsharp_export_onnx.errors import OnnxError
 
     g = np.random.default_rng(seed)
     torch.manual_seed(seed)
@@ -163,18 +170,7 @@ def pytorch_series_case(seed: int) -> list[str]:
     model = Model().eval()
     x = torch.randn(4, steps, channels)
     axes = {"x": {0: "N", 1: "T"} if g.random() < 0.5 else {0: "N"}, "y": {0: "N"}}
-    stream = io.BytesIO()
-    torch.onnx.export(model, (x,), stream, input_names=["x"], output_names=["y"],
-                      dynamic_axes=axes, dynamo=False, opset_version=17)
-    expected = model(x).detach().numpy()
-    try:
-        network = OnnxFile(MeanSquaredError()).read(io.BytesIO(stream.getvalue()))
-    except OnnxError as error:
-        return [f"seed {seed}: {kind} refused: {str(error)[:200]}"]
-    gap = float(np.abs(network.predict(x.numpy(), MeanSquaredError()) - expected).max())
-    if not gap <= 1e-5 * max(1.0, float(np.abs(expected).max())):
-        return [f"seed {seed}: {kind}: {gap} from PyTorch"]
-    return []
+    return _read_as_pytorch_answers(seed, model, x, axes, kind)
 
 
 def gradients_case(seed: int) -> list[str]:
