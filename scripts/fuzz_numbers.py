@@ -61,7 +61,6 @@ def pytorch_case(seed: int) -> list[str]:
     import torch
     from torch import nn
 
-
     g = np.random.default_rng(seed)
     torch.manual_seed(seed)
 
@@ -132,7 +131,6 @@ def pytorch_series_case(seed: int) -> list[str]:
     import numpy as np
     import torch
     from torch import nn
-
 
     g = np.random.default_rng(seed)
     torch.manual_seed(seed)
