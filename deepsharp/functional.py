@@ -252,10 +252,11 @@ def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float | No
     if builtins.any(w < 0 for w in widths):
         raise SpecError(f"pad: negative widths (which crop in PyTorch) are not supported, "
                         f"received {tuple(widths)}; slice the tensor instead")
-    if mode not in _PAD_MODES:
+    if not isinstance(mode, str) or mode not in _PAD_MODES:
         raise SpecError(f"pad: mode must be one of 'constant', 'reflect', 'replicate' ('edge'), "
                         f"received {mode!r}" + (" (PyTorch's 'circular' is not supported)"
-                                                if mode == "circular" else ""))
+                                                if isinstance(mode, str) and mode == "circular"
+                                                else ""))
     if value is not None and mode != "constant":
         raise SpecError(f"pad: a value pads only in mode 'constant', received value={value!r} "
                         f"with mode {mode!r}")
@@ -264,7 +265,7 @@ def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float | No
         axis = x.ndim - 1 - pair
         begins[axis], ends[axis] = widths[2 * pair], widths[2 * pair + 1]
     return apply("pad", x, pads=(*begins, *ends), mode=_PAD_MODES[mode],
-                 value=0.0 if value is None else float(value))
+                 value=0.0 if value is None else kw.number("pad", "value", value))
 
 
 def interpolate(x: Tensor, size=None, scale=None, mode: str = "nearest",
@@ -285,7 +286,7 @@ def layer_norm(x: Tensor, *args: Any, eps: float = 1e-5, **named: Any) -> Tensor
     weight=None, bias=None, eps=1e-5)` (the shape the last axis only: `(x.shape[-1],)`; no
     weight means ones, no bias zeros), or this library's `layer_norm(x, weight, bias, eps)`."""
     (weight, bias), eps = _norm_arguments("layer_norm", x, args, named, ("weight", "bias"), eps)
-    return apply("layer_norm", x, weight, bias, eps=float(eps))
+    return apply("layer_norm", x, weight, bias, eps=kw.number("layer_norm", "eps", eps))
 
 
 def rms_norm(x: Tensor, *args: Any, eps: float | None = None, **named: Any) -> Tensor:
@@ -297,7 +298,7 @@ def rms_norm(x: Tensor, *args: Any, eps: float | None = None, **named: Any) -> T
     (weight,), eps = _norm_arguments("rms_norm", x, args, named, ("weight",), eps)
     if eps is None:
         eps = float(np.finfo(x.dtype).eps) if pytorch else 1e-5
-    return apply("rms_norm", x, weight, eps=float(eps))
+    return apply("rms_norm", x, weight, eps=kw.number("rms_norm", "eps", eps))
 
 
 def _norm_arguments(name: str, x: Tensor, args: tuple, named: dict, slots: tuple[str, ...],
@@ -318,7 +319,10 @@ def _norm_arguments(name: str, x: Tensor, args: tuple, named: dict, slots: tuple
     width = x.shape[-1]
     if shape is not None:
         dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        if dims != (width,):
+        if not builtins.all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
+                            for d in dims):
+            raise SpecError(f"{name}: normalized_shape must be integers, received {shape!r}")
+        if tuple(int(d) for d in dims) != (width,):
             raise SpecError(f"{name}: normalized_shape must be the last axis, ({width},), for x of "
                             f"shape {tuple(x.shape)}; over several axes is not supported, "
                             f"received {dims}")
@@ -329,6 +333,9 @@ def _norm_arguments(name: str, x: Tensor, args: tuple, named: dict, slots: tuple
     if missing:
         raise SpecError(f"{name}: give {', '.join(missing)} (or PyTorch's normalized_shape, "
                         f"({width},), for ones and zeros)")
+    for key in slots:
+        if not isinstance(given[key], Tensor):
+            raise SpecError(f"{name}: {key} must be a tensor, received {given[key]!r}")
     return tuple(given[k] for k in slots), eps
 
 

@@ -71,6 +71,14 @@ class Sequential(BaseModel):
             raise SpecError(f"a Sequential spec is an object with a 'layers' list, received {text[:80]!r}")
         return cls(layers=tuple(parse_spec(item) for item in data["layers"]))
 
+    def shape_after(self, count: int, shape: Shape) -> Shape | None:
+        """The shape the first `count` layers give for examples of `shape`, or None when they
+        cannot take it (lowered for it: their parameters are made, then dropped)."""
+        try:
+            return Sequential(layers=self.layers[:count]).lower(shape).output_shape
+        except (ShapeError, SpecError):
+            return None
+
     def lower(self, shape: Shape, random: RandomStream | None = None, *,
               place: str = "") -> "Network":
         """The stack of steps for examples of `shape`, parameters drawn from `random`.

@@ -242,8 +242,11 @@ def main() -> int:
                                 "pytorch-series=100,gradients=500")
     parser.add_argument("--seed", type=int, default=0, help="the first case's seed")
     args = parser.parse_args()
-    counts = {name: int(count) for name, count in
-              (part.split("=") for part in args.cases.split(",") if part)}
+    try:
+        counts = {name: int(count) for name, count in
+                  (part.split("=") for part in args.cases.split(",") if part)}
+    except ValueError:
+        parser.error(f"--cases takes name=count pairs, received {args.cases!r}")
     unknown = sorted(set(counts) - set(CASES))
     if unknown:
         parser.error(f"no such cases {unknown}; known: {sorted(CASES)}")

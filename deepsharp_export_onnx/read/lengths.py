@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from deepsharp.errors import ShapeError, SpecError
 from deepsharp.network import Network
-from deepsharp.random import RandomStream
 from deepsharp.sequential import Sequential
 from deepsharp.shape import Shape
 
@@ -41,15 +39,11 @@ def length_for(stack: Sequential, dims: tuple[int, ...], axis: int, place: int,
                rows: int) -> int | None:
     """The least length of `dims[axis]` at which the layers before `place` give `rows` values
     an example, or None when no length does."""
-    prefix = Sequential(layers=stack.layers[:place])
-
     def values(length: int) -> int:
         shape = list(dims)
         shape[axis] = length
-        try:
-            return int(np.prod(tuple(prefix.lower(Shape(*shape), RandomStream(0)).output_shape)))
-        except (ShapeError, SpecError):
-            return 0  # too short for a window: fewer values than any real length gives
+        out = stack.shape_after(place, Shape(*shape))
+        return 0 if out is None else int(np.prod(tuple(out)))  # None: too short for a window
     low, high = 1, LONGEST
     if values(high) < rows:
         return None

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from deepsharp import Module, RandomStream, Sequential, Shape, functional as F
-from deepsharp.errors import SpecError
+from deepsharp.errors import OpError, SpecError
 from deepsharp.tensors import Tensor
 
 
@@ -71,9 +71,21 @@ def test_pad_takes_pytorchs_pairs_from_the_last_axis(pad, mode, widths):
     (lambda x: F.pad(x, (1, 1), mode="circular"), r"PyTorch's 'circular' is not supported"),
     (lambda x: F.pad(x, (1, 1), mode="reflect", value=1.0), r"a value pads only in mode"),
     (lambda x: F.layer_norm(x, (4, 5)), r"normalized_shape must be the last axis, \(5,\)"),
-    (lambda x: F.layer_norm(x), r"give weight, bias \(or PyTorch's normalized_shape")])
+    (lambda x: F.layer_norm(x), r"give weight, bias \(or PyTorch's normalized_shape"),
+    (lambda x: F.layer_norm(x, "ones", "zeros"), r"layer_norm: weight must be a tensor, "
+                                                 r"received 'ones'"),
+    (lambda x: F.layer_norm(x, (5.0,)), r"layer_norm: normalized_shape must be integers")])
 def test_pad_and_norm_refusals_name_the_difference(call, message):
     with pytest.raises(SpecError, match=message):
+        call(Tensor(np.zeros((3, 4, 5), np.float32)))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: F.pad(x, (1, 1), value="a"), r"pad: value must be a number, received 'a'"),
+    (lambda x: F.layer_norm(x, (5,), eps="x"), r"layer_norm: eps must be a number"),
+    (lambda x: F.rms_norm(x, (5,), eps=[1e-6]), r"rms_norm: eps must be a number")])
+def test_pad_and_norm_numbers_are_checked(call, message):
+    with pytest.raises(OpError, match=message):
         call(Tensor(np.zeros((3, 4, 5), np.float32)))
 
 

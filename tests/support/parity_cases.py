@@ -458,4 +458,16 @@ CASES: list[P] = [
     P("sqrt-int", "x.sqrt", [Int(0, 5, 4)], op="sqrt"),
     P("sin-int", "torch.sin", [Int(-3, 3, 4)], op="sin"),
     P("logsumexp-int", "x.logsumexp", [Int(-2, 3, 3, 4)], (I(0), 1), op="logsumexp"),
+    # F.pad's pairs from the last axis, F.layer_norm's and F.rms_norm's normalized_shape
+    P("pad-last-axis", "F.pad", [N(2, 3, 4)], (I(0), (1, 2)), op="pad"),
+    P("pad-two-axes-reflect", "F.pad", [N(2, 3, 4)], (I(0), (0, 1, 2, 1)), {"mode": "reflect"},
+      op="pad"),
+    P("pad-replicate", "F.pad", [N(2, 3, 4)], (I(0), (1, 0, 2, 1)), {"mode": "replicate"},
+      op="pad"),
+    P("pad-every-axis-value", "F.pad", [N(2, 3, 4)], (I(0), (1, 1, 0, 2, 1, 0)), {"value": 2.5},
+      op="pad"),
+    P("layer-norm-shape", "F.layer_norm", [N(2, 3, 4)], (I(0), (4,)), op="layer_norm"),
+    P("layer-norm-affine", "F.layer_norm", [N(2, 3, 4), N(4), N(4)], (I(0), [4], I(1), I(2)),
+      {"eps": 1e-3}, op="layer_norm"),
+    P("rms-norm-shape", "F.rms_norm", [N(2, 3, 4), N(4)], (I(0), (4,), I(1)), op="rms_norm"),
 ]
