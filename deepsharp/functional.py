@@ -17,8 +17,8 @@ from deepsharp.tensors.tensor import as_tensor
 from deepsharp.tensors import keywords as kw
 # the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
 from deepsharp.tensors.api.arithmetic import (  # noqa: F401
-    add, addmm, bmm, cross, div, dot, erf, isfinite, lerp, mm, nan_to_num, norm, normalize,
-    reciprocal, round, sub, vector_norm,
+    add, addmm, bmm, cross, div, dot, erf, isfinite, lerp, matmul, mm, nan_to_num, norm,
+    normalize, reciprocal, round, sub, vector_norm,
 )
 from deepsharp.tensors.api.build import (  # noqa: F401
     arange, full, full_like, ones, ones_like, zeros, zeros_like,
@@ -140,7 +140,7 @@ subtract, divide = sub, div
 
 
 def square(x: Tensor) -> Tensor:
-    return x * x
+    return as_tensor(x).square()
 abs, sign, exp, log, log1p, sqrt, rsqrt, sin, cos = (
     _primitive(n, f"{n}(x), elementwise.") for n in
     ("abs", "sign", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos"))

@@ -230,16 +230,129 @@ def gradients_case(seed: int) -> list[str]:
     return faults
 
 
+def _answers(call, lib: str):
+    """(outputs as numpy arrays, whether each needs a gradient, the inputs' gradients for a random
+    upstream gradient, the error raised); lib is "torch" or "ours"."""
+    import numpy as np
+
+    from tests.support.parity_cases import outputs_of
+
+    if lib == "torch":
+        import torch
+        namespace, make = torch, (lambda a, grad: torch.tensor(a, requires_grad=grad))
+    else:
+        from deepsharp import functional as namespace
+        from deepsharp.tensors import Tensor
+        make = (lambda a, grad: Tensor(a, requires_grad=grad))
+    tensors = [make(a.copy(), grad) for a, grad in zip(call.arrays, call.grads)]
+    try:
+        outputs = outputs_of(call.run(namespace, tensors))
+    except Exception as error:  # noqa: BLE001 (what either side raises is the answer)
+        return None, None, None, error
+    arrays = [np.asarray(o.detach().numpy() if lib == "torch" else o.numpy()) for o in outputs]
+    needs = [bool(o.requires_grad) for o in outputs]
+    g = np.random.default_rng(len(arrays))
+    total = None
+    for out, array, need in zip(outputs, arrays, needs):
+        if need:
+            up = g.standard_normal(array.shape).astype(array.dtype)
+            term = (out * (torch.from_numpy(up) if lib == "torch" else up)).sum()
+            total = term if total is None else total + term
+    grads = None
+    if total is not None:
+        try:
+            total.backward()
+        except Exception as error:  # noqa: BLE001
+            if lib == "torch":  # PyTorch has no derivative here: ours is held to finite
+                return arrays, needs, None, None  # differences by the suite instead
+            return arrays, needs, None, error
+        grads = [None if t.grad is None else np.asarray(t.grad.numpy() if lib == "torch"
+                                                         else t.grad)
+                 for t in tensors]
+    return arrays, needs, grads, None
+
+
+def _differs(a, b, tolerance: float) -> str:
+    """Why array a is not b (shape, dtype, NaN or inf places, or the largest gap), or ''."""
+    import numpy as np
+
+    if a.shape != b.shape:
+        return f"shape {a.shape} against {b.shape}"
+    if a.dtype != b.dtype:
+        return f"dtype {a.dtype} against {b.dtype}"
+    if a.dtype.kind not in "fc":
+        return "" if np.array_equal(a, b) else f"values {a.ravel()[:6]} against {b.ravel()[:6]}"
+    if not np.array_equal(np.isnan(a), np.isnan(b)) or \
+            not np.array_equal(np.where(np.isinf(a), a, 0), np.where(np.isinf(b), b, 0)):
+        return "NaN or inf in other places"
+    finite = np.isfinite(b)
+    gap = float(np.abs(a[finite] - b[finite]).max()) if finite.any() else 0.0
+    scale = max(1.0, float(np.abs(b[finite]).max())) if finite.any() else 1.0
+    return "" if gap <= tolerance * scale else f"{gap:.3g} from PyTorch's"
+
+
+def tensors_case(seed: int) -> list[str]:
+    """A random call of the tensor vocabulary (tests/support/random_calls.py) on PyTorch's
+    tensors and on ours: the same outputs, dtypes and gradients, or an error. Neither our
+    refusal of a call PyTorch answers (when it is the project's error) nor our answer to a call
+    PyTorch refuses is a fault: both are listed, to be read."""
+    from deepsharp.errors import DeepsharpError
+    from tests.support.random_calls import random_call
+
+    call = random_call(seed)
+    theirs, ours = _answers(call, "torch"), _answers(call, "ours")
+    label = f"seed {seed}: {call.text}"
+    if ours[3] is not None and not isinstance(ours[3], DeepsharpError):
+        return [f"{label}: raised {type(ours[3]).__name__}: {str(ours[3])[:160]}"
+                + ("" if theirs[3] is None else f" (PyTorch too: {str(theirs[3])[:80]})")]
+    if theirs[3] is not None:
+        if ours[3] is None:
+            WIDER.append(f"{label}: PyTorch raised {str(theirs[3])[:120]}")
+        return []
+    if ours[3] is not None:
+        REFUSED.append(f"{label}: {str(ours[3])[:160]}")
+        return []
+    import numpy as np
+
+    faults = []
+    if len(ours[0]) != len(theirs[0]):
+        return [f"{label}: {len(ours[0])} outputs, PyTorch {len(theirs[0])}"]
+    for k, (a, b, need, their_need) in enumerate(zip(ours[0], theirs[0], ours[1], theirs[1])):
+        why = _differs(a, b, 1e-5) or ("" if need == their_need else
+                                        f"requires_grad {need}, PyTorch's {their_need}")
+        if why:
+            faults.append(f"{label}: output {k}: {why}")
+    finite = all(np.isfinite(a).all() for a in call.arrays + theirs[0] if a.dtype.kind == "f")
+    for k, (a, b) in enumerate(zip(ours[2] or [], theirs[2] or [])):
+        # gradients are held where the inputs and outputs are finite and PyTorch's gradient is a
+        # number (at inf or NaN each framework's rule reaches its own NaN, inf or number: a
+        # division by zero's gradient, prod's where an entry is inf; docs/tensors.md)
+        if a is None and b is None or not finite:
+            continue
+        a = np.zeros_like(b) if a is None else a
+        b = np.zeros_like(a) if b is None else b
+        a, b = a.astype(b.dtype), b.copy()
+        a[~np.isfinite(b)] = b[~np.isfinite(b)]
+        why = _differs(a, b, 1e-4)
+        if why:
+            faults.append(f"{label}: gradient {k}: {why}")
+    return faults
+
+
+REFUSED: list[str] = []
+WIDER: list[str] = []
+
+
 def main() -> int:
     from tests.support.random_networks import CASES as SUITE_CASES
 
     CASES = {**SUITE_CASES, "pytorch": pytorch_case, "pytorch-series": pytorch_series_case,
-             "gradients": gradients_case}
+             "gradients": gradients_case, "tensors": tensors_case}
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases",
                         default="export=200,paths=100,recurrent=500,trace=500,pytorch=100,"
-                                "pytorch-series=100,gradients=500")
+                                "pytorch-series=100,gradients=500,tensors=3000")
     parser.add_argument("--seed", type=int, default=0, help="the first case's seed")
     args = parser.parse_args()
     try:
@@ -262,6 +375,12 @@ def main() -> int:
               f"{time.perf_counter() - started:7.1f} s")
         for fault in faults:
             print("   ", fault)
+        for what, listed in (("refused (our error, where PyTorch answers)", REFUSED),
+                             ("answered where PyTorch raised", WIDER)):
+            if name == "tensors" and listed:
+                print(f"    {what}: {len(listed)}")
+                for line in listed:
+                    print("     ", line)
     return 1 if found else 0
 
 

@@ -3,8 +3,9 @@
 `x[idx]`, `x[:, idx]`, `x[idx1, idx2]`, `x[mask]`: the integers, slices and None are applied first
 (slice and reshape records), then one index array is a gather along its axis and several are one
 `index_nd` record (ONNX GatherND) on the axes they index. Where the result's index axes go follows
-numpy: in place of the indexed axes when the array (and integer) indices stand next to each other,
-else first.
+PyTorch: in place of the indexed axes when the index arrays stand next to each other, else first,
+an integer selecting its axis before (numpy, which counts integers among the arrays, puts
+`x[0, :, i]`'s axes of i first; PyTorch after the slice).
 
 A bool mask is turned into the integer positions of its True entries, which reads its values: the
 result's size depends on them, so a trace refuses a mask computed from its inputs (data dependent,
@@ -97,8 +98,8 @@ def getitem(tensor, index: Any):
     from deepsharp.tensors.tensor import apply
 
     parts = _expand(tensor, index if isinstance(index, tuple) else (index,))
-    advanced = [i for i, (kind, _) in enumerate(parts) if kind in ("int", "array")]
-    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    # a 0-d index array selects its axis, as an integer does
+    kinds = [kind if kind != "array" or value.ndim else "int" for kind, value in parts]
     basic, arrays, position = [], [], 0
     for kind, value in parts:
         if kind == "array":
@@ -111,7 +112,9 @@ def getitem(tensor, index: Any):
     if not arrays:
         return y
     first = arrays[0][0]
-    target = first if adjacent else 0  # numpy: in place when next to each other, else first
+    # in place when next to each other (after the slices and new axes before them), else first
+    target = sum(1 for kind in kinds[:kinds.index("array")] if kind in ("slice", "none")) \
+        if "array" in kinds and _adjacent(kinds) else 0
     if len(arrays) == 1:
         result = apply("gather", y, arrays[0][1], axis=first)
         return _move_block(result, first, arrays[0][1].ndim, target)
@@ -120,6 +123,43 @@ def getitem(tensor, index: Any):
     moved = y if order == list(range(y.ndim)) else apply("transpose", y, perm=tuple(order))
     result = apply("index_nd", moved, *(i for _, i in arrays))
     return _move_block(result, 0, result.ndim - (y.ndim - len(arrays)), target)
+
+
+def _adjacent(kinds: list[str]) -> bool:
+    """Whether the index arrays stand next to each other, as PyTorch reads it: an integer (or a
+    0-d integer tensor) selects its axis first, so only a slice or None between two arrays parts
+    them. numpy counts integers among the arrays (`x[0, :, i]` puts i's axes first there, after
+    the slice in PyTorch)."""
+    arrays = [k for k, kind in enumerate(kinds) if kind == "array"]
+    return not arrays or all(kind not in ("slice", "none")
+                             for kind in kinds[arrays[0]:arrays[-1] + 1])
+
+
+def torch_order(index: Any):
+    """`index` as two numpy indices applied one after the other, `a[first][rest]`, that mean
+    what PyTorch means by `a[index]`: the integers (and 0-d integer arrays) select their axes
+    first; None when numpy's own reading is PyTorch's (no integer beside an index array)."""
+    from deepsharp.tensors.tensor import Tensor
+
+    items = index if isinstance(index, tuple) else (index,)
+    arrays = [np.asarray(i._data if isinstance(i, Tensor) else i)
+              if isinstance(i, (Tensor, np.ndarray, list)) else None for i in items]
+    selects = [isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+               or a is not None and a.ndim == 0 and a.dtype.kind in "iu"
+               for i, a in zip(items, arrays)]
+    if not any(selects) or not any(a is not None and a.ndim for a in arrays):
+        return None
+    first, rest = [], []
+    for item, array, select in zip(items, arrays, selects):
+        if select:
+            first.append(int(item) if array is None else int(array))
+        elif array is not None:
+            first.extend([slice(None)] * max(1, array.ndim if array.dtype == np.bool_ else 1))
+            rest.append(array)
+        else:
+            first.append(item)
+            rest.append(Ellipsis if item is Ellipsis else slice(None))
+    return tuple(first), tuple(rest)
 
 
 def _move_block(result, start: int, width: int, target: int):

@@ -29,7 +29,7 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import modes
-from deepsharp.tensors.advanced_index import is_advanced
+from deepsharp.tensors.advanced_index import is_advanced, torch_order
 from deepsharp.tensors.indexing import basic_index
 from deepsharp.tensors.tensor import Tensor, _as_array, apply, as_tensor
 from deepsharp.tensors.versions import check_current, describe, reads, refuse_write
@@ -61,7 +61,11 @@ def assign(tensor: Tensor, index: Any, value: Any, what: str) -> Tensor:
     value = as_tensor(value, like=tensor._data)
     if not _recorded(tensor, value):
         with _writable(tensor, what):
-            tensor._data[_plain_index(index)] = _as_array(value._data)
+            parts = torch_order(index)
+            if parts is None:
+                tensor._data[_plain_index(index)] = _as_array(value._data)
+            else:  # PyTorch's order of the selected values, not numpy's
+                tensor._data[parts[0]][parts[1]] = _as_array(value._data)
         tensor._write(what)
         return tensor
     _check_writable(tensor, what)
@@ -163,7 +167,8 @@ def _bool_mask(index: Any) -> Tensor | None:
 def _writable(tensor: Tensor, what: str) -> Iterator[None]:
     try:
         yield
-    except ValueError as error:  # numpy: an expanded (broadcast) view is read-only, a bad index
+    except (ValueError, IndexError, TypeError) as error:  # numpy: a read-only (broadcast) view,
+        # an index out of range, a value that does not broadcast to the place written
         raise OpError(f"{what}: cannot write into a tensor of shape {tensor.shape}: "
                       f"{error}") from None
 

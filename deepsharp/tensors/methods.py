@@ -155,7 +155,9 @@ class TensorMethods:
     def div(self, other, *, rounding_mode=None):
         return api.arithmetic.div(self, other, rounding_mode)
     subtract, multiply, divide, true_divide = sub, mul, div, div
-    def square(self): return _apply("mul", self, self)
+    def square(self):  # of bools an int64, as PyTorch's
+        x = self.long() if self.dtype == np.bool_ else self
+        return _apply("mul", x, x)
     def round(self, decimals=0): return api.arithmetic.round(self, decimals)
     def erf(self): return api.arithmetic.erf(self)
     def reciprocal(self): return api.arithmetic.reciprocal(self)
@@ -184,7 +186,7 @@ class TensorMethods:
 
         return functional.log_softmax(self, dim, axis=axis)
 
-    def matmul(self, other): return _apply("matmul", self, other)
+    def matmul(self, other): return api.arithmetic.matmul(self, other)
     def mm(self, other): return api.arithmetic.mm(self, other)
     def dot(self, other): return api.arithmetic.dot(self, other)
     def cross(self, other, dim=None): return api.arithmetic.cross(self, other, dim)

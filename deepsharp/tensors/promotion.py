@@ -24,12 +24,14 @@ import numpy as np
 from deepsharp.tensors import modes
 
 # the operands (by position) that are promoted together
-PROMOTES: dict[str, tuple[int, ...]] = {
+PROMOTES: dict[str, tuple[int, ...] | None] = {
     "add": (0, 1), "sub": (0, 1), "mul": (0, 1), "div": (0, 1), "pow": (0, 1),
     "maximum": (0, 1), "minimum": (0, 1), "where": (1, 2),
     "equal": (0, 1), "not_equal": (0, 1), "less": (0, 1), "less_equal": (0, 1),
     "greater": (0, 1), "greater_equal": (0, 1),
     "remainder": (0, 1), "fmod": (0, 1), "floor_divide": (0, 1),
+    "clamp": (0, 1, 2),  # x with its tensor or number bounds (int64 clamped by 0.5: float32)
+    "concat": None,  # every operand (cat, stack: PyTorch's float32 of float32 and int64)
 }
 
 
@@ -55,7 +57,7 @@ def result_dtype(op: str, dtypes: Sequence[np.dtype], ranks: Sequence[int]) -> n
 
 def promoted(op: str, tensors: tuple, cast) -> tuple:
     """`tensors` with the operands `PROMOTES[op]` names converted to their common type."""
-    positions = PROMOTES[op]
+    positions = PROMOTES[op] or tuple(range(len(tensors)))
     chosen = [tensors[i] for i in positions if i < len(tensors)]
     target = result_dtype(op, [t.dtype for t in chosen], [t.ndim for t in chosen])
     if target is None:

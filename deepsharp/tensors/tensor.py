@@ -311,8 +311,11 @@ class Tensor(TensorMethods):
     def __rtruediv__(self, other): return apply("div", other, self)
     def __pow__(self, other): return apply("pow", self, other)
     def __rpow__(self, other): return apply("pow", other, self)
-    def __matmul__(self, other): return apply("matmul", self, other)
-    def __rmatmul__(self, other): return apply("matmul", other, self)
+    def __matmul__(self, other): return self.matmul(other)
+    def __rmatmul__(self, other):
+        from deepsharp.tensors.api.arithmetic import matmul
+
+        return matmul(other, self)
     def __neg__(self): return apply("neg", self)
 
     def exp(self): return apply("exp", self)

@@ -108,7 +108,15 @@ for _name, _op in (("logical_and", "And"), ("logical_or", "Or"), ("logical_xor",
 # -- functions -------------------------------------------------------------------------------------
 @writes_primitive("sign", dims=dims.elementwise)
 def _sign(emit, inputs, attrs, ranks):
-    return emit("Sign", emit.promoted(inputs))
+    """Sign; for floats 0 where x is NaN (PyTorch's sign, and the eager one; ONNX Runtime's Sign
+    gives NaN there)."""
+    (x,) = emit.promoted(inputs)
+    kind = emit.result_dtype()
+    if kind.kind != "f":
+        return emit("Sign", [x])
+    signs = emit("Sign", [x], suffix="signs")
+    missing = emit("IsNaN", [x], suffix="nan")
+    return emit("Where", [missing, emit.constant("zero", np.asarray(0, kind), kind), signs])
 
 
 @writes_primitive("log1p", dims=dims.elementwise)
@@ -213,7 +221,7 @@ writes_primitive("argmin", dims=vdims.along)(_arg("ArgMin"))
 
 @writes_primitive("var", dims=dims.reduce)
 def _var(emit, inputs, attrs, ranks):
-    """sum((x - mean)^2) / (n - correction); n read from the shape when a reduced axis is
+    """sum((x - mean)^2) / max(0, n - correction); n read from the shape when a reduced axis is
     symbolic (ReduceMean alone when the correction is 0)."""
     (x,) = emit.promoted(inputs)
     axes, keep, kind = attrs["axes"], attrs["keepdims"], emit.result_dtype()
@@ -227,7 +235,8 @@ def _var(emit, inputs, attrs, ranks):
     known = emit.dims(0)
     if known is not None and not any(isinstance(known[a], Sym) for a in axes):
         count = int(np.prod([int(known[a]) for a in axes]))
-        denominator = emit.constant("denominator", np.asarray(count - correction, kind), kind)
+        denominator = emit.constant("denominator", np.asarray(max(0.0, count - correction),
+                                                              kind), kind)
     else:
         shape = emit("Shape", [inputs[0]], suffix="shape")
         sizes = emit("Gather", [shape, _axes_const(emit, "axes", list(axes))], {"axis": 0},
@@ -235,7 +244,9 @@ def _var(emit, inputs, attrs, ranks):
         count = emit("ReduceProd", [sizes], {"axes": [0], "keepdims": 0}, suffix="count")
         count = emit("Cast", [count], {"to": _elem(kind)}, suffix="count_float")
         denominator = emit("Sub", [count, emit.constant(
-            "correction", np.asarray(correction, kind), kind)], suffix="denominator")
+            "correction", np.asarray(correction, kind), kind)], suffix="difference")
+        denominator = emit("Max", [denominator, emit.constant(
+            "no_fewer", np.asarray(0, kind), kind)], suffix="denominator")
     return emit("Div", [total, denominator])
 
 

@@ -370,13 +370,29 @@ def test_a_view_made_under_no_grad_is_refused_as_pytorch_refuses_it():
         row.fill_(0.0)
 
 
-def test_plain_writes_follow_numpy():
+def test_plain_writes_take_any_index():
     x = Tensor(np.zeros((3, 4), np.float32))
-    x[[0, 2], 1] = 5.0                                    # nothing records: any numpy index
+    x[[0, 2], 1] = 5.0                                    # nothing records: any index
     x[np.array([[True, False, False, False]] * 3)] = 1.0
     np.testing.assert_array_equal(x.numpy()[:, :2], [[1, 5], [1, 0], [1, 5]])
     with pytest.raises(OpError, match="cannot write into a tensor of shape"):
         x.expand(2, 3, 4)[0, 0, 0] = 1.0                     # a broadcast view is read-only
+
+
+def test_plain_writes_place_values_in_pytorchs_order():
+    # x[0, :, i] selects (3, 2) in PyTorch (the integer first), (2, 3) in numpy: a value of
+    # PyTorch's shape lands where PyTorch puts it (hand-computed), and one of numpy's is refused
+    x = Tensor(np.zeros((2, 3, 4), np.float32))
+    value = np.arange(6, dtype=np.float32).reshape(3, 2)
+    x[0, :, np.array([3, 1])] = value
+    expected = np.zeros((2, 3, 4), np.float32)
+    expected[0, :, 3], expected[0, :, 1] = value[:, 0], value[:, 1]
+    np.testing.assert_array_equal(x.numpy(), expected)
+    assert x[0, :, np.array([3, 1])].shape == (3, 2)
+    with pytest.raises(OpError, match=r"x\[...\] = value: cannot write into a tensor of shape"):
+        x[0, :, np.array([3, 1])] = value.T
+    with pytest.raises(OpError, match="index 5 is out of bounds"):
+        x[0, 5, np.array([1])] = 1.0
 
 
 def test_an_optimizer_step_needs_no_grad_and_moves_the_version():

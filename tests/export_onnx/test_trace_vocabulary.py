@@ -105,6 +105,7 @@ CASES = [
     ("abs-int", lambda i: i.abs(), {"i": ("batch", 4)}, B, "Abs"),
     ("sign-float", lambda x: x.sign(), X, B, "Sign"),
     ("sign-int", lambda i: i.sign(), {"i": ("batch", 4)}, B, "Sign"),
+    ("sign-of-nan", lambda x: x.log().sign(), X, B, "IsNaN"),  # 0 at NaN, as PyTorch's
     ("exp-log-sqrt", lambda p: p.exp() + p.log() + p.sqrt(), {"p": ("batch", 4)}, B, "Log"),
     ("log1p", lambda p: p.log1p(), {"p": ("batch", 4)}, B, "Log"),
     ("rsqrt", lambda p: p.rsqrt(), {"p": ("batch", 4)}, B, "Reciprocal"),
@@ -210,6 +211,8 @@ CASES = [
     ("var-over-steps", lambda x: x.var(1), XS, BT, "ReduceSum"),
     ("var-fixed-axis", lambda x: x.var(-1, keepdim=True), XS, BT, "Div"),
     ("var-population", lambda x: x.var((0, 1), correction=0), XS, BT, "ReduceMean"),
+    # no fewer than zero degrees of freedom at any length (inf at 2 and 5 steps, as PyTorch's)
+    ("var-no-freedom-over-steps", lambda x: x.var(1, correction=6), XS, BT, "Max"),
     # (one sample's unbiased variance is nan, as PyTorch's: other sizes than 1)
     ("std-over-batch", lambda x: x.std(0, unbiased=True), XS, {"batch": (7, 3), "steps": (5, 2)},
      "Sqrt"),
@@ -256,6 +259,11 @@ CASES = [
     ("index-arrays-apart", lambda x, pos: x[pos, :, pos], {"x": (4, "batch", 4), "pos": (3,)}, B,
      "GatherND"),
     ("index-constant-mask", lambda x: x[:, MASK], X, B, "Gather"),
+    # PyTorch's order: the integer selects first, so pos's axis stays after the slice's
+    ("index-int-slice-array", lambda x, pos: x[0, :, pos],
+     {"x": ("batch", "steps", 4), "pos": (3,)}, BT, "Gather"),
+    ("index-new-axis-int-arrays", lambda x, pos: x[None, 0, :, pos, pos],
+     {"x": ("batch", "steps", 4, 4), "pos": (2, 3)}, BT, "GatherND"),
     ("topk", lambda x: pair(x.topk(2)), XS, BT, "TopK"),
     ("topk-smallest-over-batch", lambda x: pair(x.topk(1, dim=0, largest=False)), X, B, "TopK"),
     ("topk-int", lambda i: pair(i.topk(3, 1)), {"i": ("batch", 4)}, B, "TopK"),
@@ -278,6 +286,8 @@ CASES = [
     ("full-like-bool", lambda x: F.full_like(x, True, dtype=bool), XS, BT, "Expand"),
     ("linear-matrix", lambda x: F.linear(x, W, BIAS), X, B, "Gemm"),
     ("linear-series", lambda x: F.linear(x, W), XS, BT, "MatMul"),
+    ("matmul-vector-right", lambda x: x @ W[0], XS, BT, "MatMul"),
+    ("matmul-vector-left", lambda x: F.matmul(W[0], x.mT), XS, BT, "MatMul"),
     # axes and shapes
     ("transpose-two-axes", lambda x: x.transpose(1, 2), XS, BT, "Transpose"),
     ("mT", lambda x: x.mT, XS, BT, "Transpose"),

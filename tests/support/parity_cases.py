@@ -93,6 +93,11 @@ def T(*shape: int) -> Input:
     return Input("ties", shape)
 
 
+def Z(*shape: int) -> Input:
+    """Float32 zeros (a deviation of zero, a base of zero)."""
+    return Input("uniform", shape, 0, 0)  # type: ignore[arg-type]
+
+
 def S(*shape: int) -> Input:
     """Float32 with some NaN, inf and -inf among normal values."""
     return Input("special", shape)
@@ -470,4 +475,33 @@ CASES: list[P] = [
     P("layer-norm-affine", "F.layer_norm", [N(2, 3, 4), N(4), N(4)], (I(0), [4], I(1), I(2)),
       {"eps": 1e-3}, op="layer_norm"),
     P("rms-norm-shape", "F.rms_norm", [N(2, 3, 4), N(4)], (I(0), (4,), I(1)), op="rms_norm"),
+    # found by the fuzz of tensor calls (scripts/fuzz_numbers.py, tensors): an integer selects
+    # its axis before the index arrays are placed (PyTorch's order, not numpy's)
+    P("index-int-slice-array", "x.__getitem__", [N(2, 3, 4, 5), Int(0, 5, 3)],
+      (I(0), (ALL, 1, ALL, I(1))), op="indexing"),
+    P("index-int-then-array-apart", "x.__getitem__", [N(2, 3, 4), Int(-4, 4, 5)],
+      (I(0), (0, ALL, I(1))), op="indexing"),
+    P("index-new-axis-int-array", "x.__getitem__", [N(2, 3, 4), Int(0, 4, 2, 2)],
+      (I(0), (None, 0, ALL, I(1))), op="indexing"),
+    P("cat-float-int", "torch.cat", [N(2, 3), Int(-3, 3, 1, 3)], ([I(0), I(1)],), op="cat"),
+    P("stack-int-float", "torch.stack", [Int(-3, 3, 2, 3), N(2, 3)], ([I(0), I(1)], 1),
+      op="stack"),
+    P("sign-special", "x.sign", [S(3, 4)], op="sign"),
+    P("sign-bool", "torch.sign", [Bool(5)], op="sign"),
+    P("abs-special", "x.abs", [S(3, 4)], op="abs"),
+    P("maximum-special", "torch.maximum", [S(3, 4), S(3, 4)], op="maximum"),
+    P("minimum-special-broadcast", "x.minimum", [S(3, 4), N(4)], op="minimum"),
+    P("std-no-deviation", "x.std", [Z(3, 4)], (I(0), 1), op="std"),
+    P("var-no-freedom", "x.var", [N(3, 2)], (I(0), 1), {"correction": 3}, op="var"),
+    P("pow-zero-base", "torch.pow", [Z(5), Pos(5)], op="pow"),
+    P("pow-negative-base", "torch.pow", [U(-2.0, -0.5, 5), N(5)], op="pow"),
+    P("pow-bool", "x.pow", [Bool(4)], (I(0), True), op="pow"),
+    P("matmul-vector-right", "x.matmul", [N(2, 3, 4), N(4)], op="matmul"),
+    P("matmul-vector-left", "torch.matmul", [N(4), N(2, 4, 3)], op="matmul"),
+    P("matmul-vectors", "x.__matmul__", [N(4), N(4)], op="matmul"),
+    P("square-bool", "x.square", [Bool(4)], op="square"),
+    P("chunk-empty", "x.chunk", [N(0, 3)], (I(0), 3), op="chunk"),
+    P("clamp-int-float-bound", "x.clamp", [Int(-3, 3, 5)], (I(0),), {"min": 0.5}, op="clamp"),
+    P("clamp-bool-int-bound", "x.clamp", [Bool(5)], (I(0),), {"max": 1}, op="clamp"),
+    P("norm-of-every-axis", "x.norm", [N(2, 3, 2, 2)], op="norm"),
 ]

@@ -90,7 +90,7 @@ def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: Any = None, dtype:
     kw.floating(op, x)
     axes = kw.dims(op, dim, axis, x.ndim)
     keep = int(kw.keep(op, keepdim, keepdims))
-    order = _order(op, p, axes)
+    order = _order(op, p, axes if dim is not None or axis is not None else ())
     if order in (1, 2):
         return apply("norm", x, p=order, axes=axes, keepdims=keep)
     magnitudes = apply("abs", x)
@@ -104,6 +104,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: Any = False, 
 
 
 def _order(op: str, p: Any, axes: tuple[int, ...]) -> float:
+    """p as a number; `axes` the dims given (none: every axis, where "fro" takes any rank)."""
     if isinstance(p, str) and p == "fro":
         if len(axes) > 2:
             raise OpError(f"{op}: p='fro' takes at most two dims, received {len(axes)}")
@@ -118,6 +119,23 @@ def normalize(x: Tensor, p: Any = 2.0, dim: Any = 1, eps: float = 1e-12) -> Tens
     """PyTorch's F.normalize: x / max(norm(x, p, dim, keepdim=True), eps). As PyTorch's, the
     default dim is 1 (for a channels-last series or image, the channels are dim=-1)."""
     return x / norm(x, p, dim, keepdim=True, op="normalize").clamp(min=float(eps))
+
+
+def matmul(a: Any, b: Any) -> Tensor:
+    """a @ b as torch.matmul: batch axes broadcast; a 1-d operand is a row on the left or a
+    column on the right, its axis dropped from the result (two vectors give their dot, 0-d)."""
+    a, b = as_tensor(a), as_tensor(b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise OpError(f"matmul: both operands need at least one axis, received shapes "
+                      f"{tuple(a.shape)} and {tuple(b.shape)} (torch.matmul refuses a 0-d one "
+                      f"too; multiply by it with *)")
+    if a.ndim >= 2 and b.ndim >= 2:
+        return apply("matmul", a, b)
+    out = apply("matmul", a.unsqueeze(0) if a.ndim == 1 else a,
+                b.unsqueeze(-1) if b.ndim == 1 else b)
+    if b.ndim == 1:
+        out = out.squeeze(-1)
+    return out.squeeze(-1 if b.ndim == 1 else -2) if a.ndim == 1 else out
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:

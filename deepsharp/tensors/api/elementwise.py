@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from deepsharp.errors import OpError
-from deepsharp.tensors import keywords as kw
+from deepsharp.tensors import keywords as kw, modes
 from deepsharp.tensors.tensor import Tensor, apply, as_tensor
 
 
@@ -31,8 +31,13 @@ def _bound(x: Tensor, bound: Any) -> Tensor:
         given = np.asarray(bound)
         if given.dtype.kind not in "iubf":
             raise TypeError
-        return Tensor(np.asarray(bound, dtype=x.dtype if x.dtype.kind == "f" or
-                                 given.dtype.kind in "iub" else None))
+        # a number takes x's type unless its kind is higher (PyTorch's: a float bound of an
+        # integer clamp is the default float type, an integer bound of a bool one int64)
+        if x.dtype.kind == "f" or given.dtype.kind == "b" or x.dtype.kind in "iu" and \
+                given.dtype.kind in "iu":
+            return Tensor(np.asarray(bound, dtype=x.dtype))
+        return Tensor(np.asarray(bound, dtype=modes.default_float() if given.dtype.kind == "f"
+                                 else np.int64))
     except (TypeError, ValueError):
         raise OpError(f"clamp: a bound must be a number or a tensor, received {bound!r}") from None
 

@@ -83,7 +83,9 @@ def chunk(x: Tensor, chunks: int, dim: Any = None, *, axis: Any = None) -> tuple
         raise OpError(f"chunk: chunks must be positive, received {chunks}")
     at = kw.one_dim("chunk", dim, axis, x.ndim, default=0)
     size = x._data.shape[at]
-    return split(x, max(1, -(-size // int(chunks))), at)
+    if not size:  # PyTorch's: that many empty pieces
+        return split(x, [0] * chunks, at)
+    return split(x, -(-size // int(chunks)), at)
 
 
 def unbind(x: Tensor, dim: Any = None, *, axis: Any = None) -> tuple[Tensor, ...]:

@@ -124,9 +124,10 @@ def var(x, dim=None, unbiased=None, keepdim=None, *, correction=None, axis=None,
 
 def std(x, dim=None, unbiased=None, keepdim=None, *, correction=None, axis=None, keepdims=None,
         ddof=None):
-    """sqrt(var(...)), with var's arguments."""
+    """sqrt(var(...)), with var's arguments; the gradient is zero where the deviation is zero
+    (PyTorch's std: all values equal give 0, not NaN)."""
     return apply("sqrt", var(x, dim, unbiased, keepdim, correction=correction, axis=axis,
-                             keepdims=keepdims, ddof=ddof))
+                             keepdims=keepdims, ddof=ddof), zero_at_zero=1)
 
 
 def logsumexp(x, dim=None, keepdim=None, *, axis=None, keepdims=None):

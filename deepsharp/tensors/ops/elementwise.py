@@ -7,6 +7,15 @@ import numpy as np
 from deepsharp.tensors.primitives import primitive, unbroadcast
 
 
+def sign_of(a: np.ndarray) -> np.ndarray:
+    """-1, 0 or 1, and 0 at NaN (PyTorch's sign and sgn; numpy's sign gives NaN there); a
+    bool's is itself, as PyTorch's."""
+    if a.dtype == np.bool_:
+        return a.copy()
+    out = np.sign(a)
+    return np.where(np.isnan(out), out.dtype.type(0), out) if out.dtype.kind == "f" else out
+
+
 @primitive("add")
 class Add:
     def forward(a, b):
@@ -46,17 +55,23 @@ class Div:
 
 @primitive("pow")
 class Pow:
-    """a ** b; the exponent's gradient a**b * log(a) is taken only where a > 0."""
+    """a ** b. Gradients as PyTorch's: the base's b * a**(b-1), zero where b == 0; the
+    exponent's a**b * log(a), zero where a == 0 and b >= 0 (NaN where a < 0: log's)."""
 
     def forward(a, b):
+        if a.dtype == np.bool_ and b.dtype == np.bool_:  # a bool, as PyTorch's (numpy's int8)
+            out = a | ~b
+            return out, out
         out = np.power(a, b)
         return out, out
 
     def backward(grad, out, a, b):
-        ga = grad * b * np.power(a, b - 1)
+        zero = np.zeros((), out.dtype)
         with np.errstate(divide="ignore", invalid="ignore"):
-            gb = np.where(a > 0, grad * out * np.log(np.where(a > 0, a, 1)), 0)
-        return unbroadcast(ga, a.shape), unbroadcast(gb.astype(out.dtype), b.shape)
+            ga = np.where(b == 0, zero, grad * b * np.power(a, b - 1))
+            gb = np.where((a == 0) & (b >= 0), zero, grad * out * np.log(a))
+        return unbroadcast(ga.astype(out.dtype), a.shape), unbroadcast(gb.astype(out.dtype),
+                                                                         b.shape)
 
 
 @primitive("maximum")
@@ -67,18 +82,27 @@ class Maximum:
         return np.maximum(a, b), None
 
     def backward(grad, saved, a, b):
-        share = np.where(a > b, 1.0, np.where(a == b, 0.5, 0.0)).astype(grad.dtype)
-        return unbroadcast(grad * share, a.shape), unbroadcast(grad * (1 - share), b.shape)
+        return _shares(grad, a, b, a < b, a > b)
 
 
 @primitive("minimum")
 class Minimum:
+    """Elementwise min; a tie sends half the gradient to each side (as PyTorch)."""
+
     def forward(a, b):
         return np.minimum(a, b), None
 
     def backward(grad, saved, a, b):
-        share = np.where(a < b, 1.0, np.where(a == b, 0.5, 0.0)).astype(grad.dtype)
-        return unbroadcast(grad * share, a.shape), unbroadcast(grad * (1 - share), b.shape)
+        return _shares(grad, a, b, a > b, a < b)
+
+
+def _shares(grad, a, b, a_loses, b_loses):
+    """The gradient of a max or min: all of it to the side chosen, half to each on a tie, and, as
+    PyTorch's rule has it, all of it to both sides where a NaN makes every comparison false."""
+    half = np.where(a == b, 0.5, 1.0)
+    zero = np.zeros((), grad.dtype)
+    return (unbroadcast(np.where(a_loses, zero, grad * half.astype(grad.dtype)), a.shape),
+            unbroadcast(np.where(b_loses, zero, grad * half.astype(grad.dtype)), b.shape))
 
 
 @primitive("where")
@@ -124,12 +148,17 @@ class Log:
 
 @primitive("sqrt")
 class Sqrt:
-    def forward(a):
+    """sqrt(a); with `zero_at_zero` (std's root) the gradient is 0 where the root is 0, as in
+    PyTorch's std (a plain sqrt's is inf there)."""
+
+    def forward(a, *, zero_at_zero=0):
         out = np.sqrt(a)
         return out, out
 
-    def backward(grad, out, a):
-        return (grad / (2 * out),)
+    def backward(grad, out, a, *, zero_at_zero=0):
+        with np.errstate(divide="ignore"):
+            step = grad / (2 * out)
+        return (np.where(out == 0, step.dtype.type(0), step) if zero_at_zero else step,)
 
 
 @primitive("abs")
@@ -138,7 +167,7 @@ class Abs:
         return np.abs(a), None
 
     def backward(grad, saved, a):
-        return (grad * np.sign(a),)
+        return (grad * sign_of(a),)  # zero at NaN, as PyTorch's sgn
 
 
 @primitive("sin")

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from deepsharp.tensors.ops.elementwise import sign_of
 from deepsharp.tensors.primitives import primitive, unbroadcast
 
 
 @primitive("sign")
 class Sign:
-    """-1, 0 or 1 (a zero gradient everywhere, as PyTorch's)."""
+    """-1, 0 or 1, and 0 at NaN (a zero gradient everywhere), as PyTorch's."""
 
     def forward(a):
-        return np.sign(a), None
+        return sign_of(a), None
 
     def backward(grad, saved, a):
         return (np.zeros(a.shape, grad.dtype),)

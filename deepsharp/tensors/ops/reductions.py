@@ -84,19 +84,27 @@ class Prod:
 
 @primitive("var")
 class Var:
-    """sum((a - mean)^2) / (n - correction) over the axes (PyTorch's var, correction=1 by
-    default there)."""
+    """sum((a - mean)^2) / max(0, n - correction) over the axes (PyTorch's var, correction=1
+    by default there; as there, no fewer than zero degrees of freedom: inf or NaN, never a
+    negative variance)."""
 
     def forward(a, *, axes, keepdims, correction):
         with np.errstate(divide="ignore", invalid="ignore"):
             mean = a.mean(axis=axes, keepdims=True)
             total = ((a - mean) ** 2).sum(axis=axes, keepdims=bool(keepdims))
-            return total / np.asarray(_count(a.shape, axes) - correction, a.dtype), None
+            return total / _freedom(a, axes, correction), None
 
     def backward(grad, saved, a, *, axes, keepdims, correction):
-        centred = a - a.mean(axis=axes, keepdims=True)
-        scale = np.asarray(2.0 / (_count(a.shape, axes) - correction), grad.dtype)
-        return (_restore(grad, a.shape, axes, keepdims) * centred * scale,)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            centred = a - a.mean(axis=axes, keepdims=True)
+            # (PyTorch's backward divides by n - correction unclamped: 0 gives inf)
+            scale = np.asarray(2.0, grad.dtype) / np.asarray(
+                _count(a.shape, axes) - correction, grad.dtype)
+            return (_restore(grad, a.shape, axes, keepdims) * centred * scale,)
+
+
+def _freedom(a: np.ndarray, axes: tuple[int, ...], correction: float) -> np.ndarray:
+    return np.asarray(max(0.0, _count(a.shape, axes) - correction), a.dtype)
 
 
 @primitive("logsumexp")
