@@ -154,7 +154,8 @@ def torch_order(index: Any):
         if select:
             first.append(int(item) if array is None else int(array))
         elif array is not None:
-            first.extend([slice(None)] * max(1, array.ndim if array.dtype == np.bool_ else 1))
+            # (a mask covers its axes; a 0-d one covers none and adds one, numpy's reading)
+            first.extend([slice(None)] * (array.ndim if array.dtype == np.bool_ else 1))
             rest.append(array)
         else:
             first.append(item)

@@ -48,3 +48,17 @@ def test_linear_adds_a_wider_bias_as_numpy_promotes_it():
     assert fused[0].dtype == np.float64
     np.testing.assert_allclose(fused[0], plain[0], rtol=1e-12)
     np.testing.assert_array_equal(fused[0], (x.reshape(-1, 5) @ w.T + b).reshape(2, 4, 3))
+
+
+@pytest.mark.parametrize("a, b, message", [
+    ((3,), (4,), r"a's last axis \(3\) and b's only axis \(4\) differ, received shapes \(3,\) and "
+                 r"\(4,\)"),
+    ((3,), (2, 4, 5), r"b's second to last axis \(4\)"),
+    ((2, 3), (), "both operands need at least one axis"),
+])
+def test_matmul_of_a_vector_names_the_shapes_given(a, b, message):
+    from deepsharp import functional as F
+    from deepsharp.errors import OpError
+
+    with pytest.raises(OpError, match=message):
+        F.matmul(Tensor(np.ones(a, np.float32)), Tensor(np.ones(b, np.float32)))

@@ -263,8 +263,8 @@ def shape_change(g) -> Call:
     if name == "unbind":
         return _method(name, [x], d)
     if name in ("tril", "triu"):
-        return _method(name, [_array(g, shape + (3,) * (rank < 2), x.dtype.kind == "f" and
-                                     "normal" or "int")], int(g.integers(-2, 3)))
+        kind = "normal" if x.dtype.kind == "f" else "int"
+        return _method(name, [_array(g, shape + (3,) * (rank < 2), kind)], int(g.integers(-2, 3)))
     if name == "diagonal":
         x = _array(g, shape + (3,) * (rank < 2), "normal")
         a, b = (int(v) for v in g.permutation(x.ndim)[:2])

@@ -131,6 +131,11 @@ def matmul(a: Any, b: Any) -> Tensor:
                       f"too; multiply by it with *)")
     if a.ndim >= 2 and b.ndim >= 2:
         return apply("matmul", a, b)
+    inner = (a._data.shape[-1], b._data.shape[0 if b.ndim == 1 else -2])
+    if inner[0] != inner[1]:  # named with the shapes as given, not as made matrices
+        where = "only" if b.ndim == 1 else "second to last"
+        raise OpError(f"matmul: a's last axis ({inner[0]}) and b's {where} axis ({inner[1]}) "
+                      f"differ, received shapes {tuple(a.shape)} and {tuple(b.shape)}")
     out = apply("matmul", a.unsqueeze(0) if a.ndim == 1 else a,
                 b.unsqueeze(-1) if b.ndim == 1 else b)
     if b.ndim == 1:
