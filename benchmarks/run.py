@@ -51,15 +51,31 @@ def machine() -> str:
     import platform
 
     import numpy
+    import torch
     from threadpoolctl import threadpool_info
 
-    import torch
-
-    blas = ", ".join(f"{i['internal_api']} {i['version']} ({_owner(i['filepath'])})"
+    blas = ", ".join(f"{i['internal_api']} {i['version']} ({_owner(i['filepath'])}, "
+                     f"{i.get('architecture') or 'unknown'} kernels)"
                      for i in threadpool_info() if i["user_api"] == "blas") or "unknown"
-    return (f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+    # the kernels OpenBLAS runs can be chosen by the environment (a machine may pin them for
+    # reproducible numbers across CPUs): said, so that a reader knows what numpy ran
+    pinned = {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")}
+    return (f"machine: {_cpu_model() or platform.machine()}, {os.cpu_count()} cores; "
             f"python {platform.python_version()}, numpy {numpy.__version__}, "
-            f"torch {torch.__version__}; BLAS: {blas}")
+            f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}); "
+            f"BLAS: {blas}; environment: {pinned or 'no OPENBLAS_ setting'}")
+
+
+def _cpu_model() -> str:
+    """The CPU's model name and family, from /proc/cpuinfo (Linux), or empty."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+    fields = dict(line.split(":", 1) for line in text.splitlines()[:30] if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    name = fields.get("model name", "")
+    return f"{name} (family {fields['cpu family']})" if name and "cpu family" in fields else name
 
 
 def _owner(path: str) -> str:

@@ -10,10 +10,12 @@ import numpy as np
 from numba import njit
 
 from deepsharp._blas import sgemm
-from deepsharp._tanh32 import tanh32
 from deepsharp._kernels_winograd import (  # noqa: F401 (deepsharp.compiled finds them here)
-    winograd_input, winograd_input_scatter, winograd_output_grad,
+    winograd_input,
+    winograd_input_scatter,
+    winograd_output_grad,
 )
+from deepsharp._tanh32 import tanh_into as _tanh_into  # out[:n] = numpy's float32 tanh
 from deepsharp.tensors.ops.activations import _ERF_DENOMINATOR, _ERF_NUMERATOR
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
@@ -334,13 +336,6 @@ def gru_backward_steps(blas, rzn, hn, hs, dy_t, dh, w_hh_t, dx_gates, dh_gates, 
                     dh[b, j] = back[b, j]
         else:
             dh[:] = back
-
-
-@njit(**_JIT)
-def _tanh_into(source, out, count):
-    """out[:count] = tanh32(source[:count]) (1-D; a loop of its own, so it vectorises)."""
-    for k in range(count):
-        out[k] = tanh32(source[k])
 
 
 @njit(**_JIT)

@@ -1,5 +1,6 @@
 """Compare deepsharp's port of numpy's float32 tanh (deepsharp/_tanh32.py, numba) with np.tanh
-over all 2^32 float32 bit patterns, bit for bit (about a minute; needs numba).
+over all 2^32 float32 bit patterns, bit for bit, by each loop that runs on this CPU (about a
+minute; needs numba).
 
     .venv/bin/python scripts/check_tanh32.py
 
@@ -14,23 +15,28 @@ import time
 
 import numpy as np
 
-from deepsharp._tanh32 import tanh32_array
+from deepsharp._tanh32 import has_avx512, tanh_into_lanes, tanh_into_loop
 
 
 def main() -> int:
-    started, wrong, chunk = time.perf_counter(), 0, 1 << 24
-    out = np.empty(chunk, np.float32)
-    for first in range(0, 1 << 32, chunk):
-        x = np.arange(first, first + chunk, dtype=np.uint64).astype(np.uint32).view(np.float32)
-        tanh32_array(x, out)
-        differ = out.view(np.uint32) != np.tanh(x).view(np.uint32)
-        if differ.any():
-            wrong += int(differ.sum())
-            print(f"differs from 0x{first:08x}: {x[differ][:4]} -> {out[differ][:4]}, numpy "
-                  f"{np.tanh(x[differ][:4])}")
-    print(f"{wrong} of 2^32 float32 values differ from np.tanh (numpy {np.__version__}); "
-          f"{time.perf_counter() - started:.0f} s")
-    return 1 if wrong else 0
+    """Each loop that can run on this CPU: the one by 16 lanes (AVX-512 only) and the plain one."""
+    loops = {"lanes": tanh_into_lanes} if has_avx512() else {}
+    faults = 0
+    for name, loop in {**loops, "loop": tanh_into_loop}.items():
+        started, wrong, chunk = time.perf_counter(), 0, 1 << 24
+        out = np.empty(chunk, np.float32)
+        for first in range(0, 1 << 32, chunk):
+            x = np.arange(first, first + chunk, dtype=np.uint64).astype(np.uint32).view(np.float32)
+            loop(x, out, x.size)
+            differ = out.view(np.uint32) != np.tanh(x).view(np.uint32)
+            if differ.any():
+                wrong += int(differ.sum())
+                print(f"{name}: differs from 0x{first:08x}: {x[differ][:4]} -> {out[differ][:4]}, "
+                      f"numpy {np.tanh(x[differ][:4])}")
+        print(f"{name}: {wrong} of 2^32 float32 values differ from np.tanh (numpy "
+              f"{np.__version__}); {time.perf_counter() - started:.0f} s")
+        faults += wrong
+    return 1 if faults else 0
 
 
 if __name__ == "__main__":
