@@ -226,6 +226,9 @@ def matches_numpy() -> bool:
                         np.array([0.0, 1e-30, 1e-45, 3e38, np.inf, np.nan], np.float32)])
     x = np.concatenate([x, -x])
     out = np.empty_like(x)
-    tanh32_array(x, out)
+    try:
+        tanh32_array(x, out)
+    except Exception:  # noqa: BLE001 (a numba or LLVM that cannot build the loop: kernels off)
+        return False
     expected = np.tanh(x)
     return bool(np.array_equal(out.view(np.uint32), expected.view(np.uint32)))

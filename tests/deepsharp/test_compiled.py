@@ -229,6 +229,22 @@ def test_tanh32_is_numpys_float32_tanh_bit_for_bit():
             assert (out[count:] == 7.0).all()
 
 
+def test_a_tanh_loop_that_cannot_be_built_turns_the_tanh_kernels_off(monkeypatch):
+    """Should a numba or LLVM fail to build the tanh loop (its AVX-512 permutes are a named LLVM
+    intrinsic), the probe answers no, and the LSTM and GRU run numpy's steps, not an error."""
+    import deepsharp._tanh32 as module
+
+    def broken(x, out):
+        raise RuntimeError("LLVM ERROR: cannot build")
+
+    module.matches_numpy.cache_clear()
+    monkeypatch.setattr(module, "tanh32_array", broken)
+    try:
+        assert module.matches_numpy() is False
+    finally:
+        module.matches_numpy.cache_clear()
+
+
 @pytest.mark.parametrize("reverse", [0, 1])
 def test_lstm_whole_step_kernel_with_lengths_is_bit_identical_to_numpy(reverse):
     generator = np.random.default_rng(6)
