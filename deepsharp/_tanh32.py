@@ -130,6 +130,10 @@ def _table_half(column: np.ndarray, half: int) -> ir.Constant:
 def _tanh16(typingctx, source, out, start):
     """out[start:start + 16] = tanh32 of source[start:start + 16] (1-D float32 arrays), as 16
     lanes of AVX-512 vector operations: the same float32 steps as tanh32, lane by lane."""
+    for array in (source, out):  # the lanes are read and written as 16 adjacent float32 values
+        if not (isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C"
+                and array.dtype == types.float32):
+            return None
     signature = types.void(source, out, types.intp)
 
     def codegen(context, builder, sig, args):
