@@ -6,11 +6,12 @@ AVX-512; ARM NEON) by Intel SVML's table method (numpy/_core/src/umath/loops_hyp
 degree-6 polynomial's argument, evaluated by Horner steps each one fused multiply-add, the sign
 put back by its bit; beyond the table's last interval (and for infinities) the answer is 1, and
 NaN gives numpy's quiet NaN. Each lane is computed alone, so a scalar loop doing the same float32
-operations gives numpy's numbers exactly, and so do 16 such lanes at once (`tanh_into_lanes`, the
-loop the kernels run on a CPU with AVX-512; elsewhere `tanh_into_loop`). `matches_numpy()` checks
-that on this machine (numpy falls back to libm's tanhf on a CPU without FMA, whose numbers
-differ): the kernels that use this tanh run only where it holds. scripts/check_tanh32.py compares
-all 2^32 float32 values once, by each loop the CPU can run.
+operations gives numpy's numbers exactly, and so do 16 or 8 such lanes at once (`tanh_into_16`
+with AVX-512, `tanh_into_8` with AVX2: the loop the kernels run is the widest the CPU has; else
+`tanh_into_loop`). `matches_numpy()` checks that on this machine (numpy falls back to libm's
+tanhf on a CPU without FMA, whose numbers differ): the kernels that use this tanh run only where
+it holds. scripts/check_tanh32.py compares all 2^32 float32 values once, by each loop the CPU can
+run.
 """
 
 from __future__ import annotations
@@ -110,84 +111,124 @@ def tanh32(x):
     return _NAN if x != x else r
 
 
-# The same steps on 16 lanes at once, for CPUs with AVX-512: the loop vectoriser turns tanh32's
-# table loads into gathers, which on AMD's Zen cores fetch about one value a cycle (a loop of
-# tanh32 ran at 2.6 ns a value on a Zen 5, np.tanh at 0.26); numpy's own AVX-512 loop looks the
-# table up with two-register permutes (vpermi2ps) instead, and so does this one.
-_LANES = 16
+# The same steps on 16 or 8 lanes at once. The loop vectoriser turns tanh32's table loads into
+# gathers, which AMD's Zen cores run slowly (a loop of tanh32 ran at 2.6 ns a value on a Zen 5,
+# np.tanh at 0.26 with its AVX-512 loop, 1.1 with its AVX2 one). numpy's AVX-512 loop looks the
+# table up by two-register permutes (vpermi2ps), and so does `_tanh16`; `_tanh8` (AVX2) looks
+# each quarter of the table up by one permute (vpermps) and picks among the four by the index's
+# bits 3 and 4.
+def _splat(kind, lanes: int, value):
+    return ir.Constant(ir.VectorType(kind, lanes), [value] * lanes)
 
 
-def _splat(kind, value):
-    return ir.Constant(ir.VectorType(kind, _LANES), [value] * _LANES)
+def _table_part(column: np.ndarray, lanes: int, part: int) -> ir.Constant:
+    return ir.Constant(ir.VectorType(ir.FloatType(), lanes),
+                       [float(v) for v in column[part * lanes:(part + 1) * lanes]])
 
 
-def _table_half(column: np.ndarray, half: int) -> ir.Constant:
-    return ir.Constant(ir.VectorType(ir.FloatType(), _LANES),
-                       [float(v) for v in column[half * _LANES:(half + 1) * _LANES]])
+def _look_up_16(builder, k):
+    floats, ints = ir.VectorType(ir.FloatType(), 16), ir.VectorType(ir.IntType(32), 16)
+    permute = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(floats, [floats, ints, floats]),
+        "llvm.x86.avx512.vpermi2var.ps.512")
+    return lambda column: builder.call(permute, [_table_part(column, 16, 0), k,
+                                                 _table_part(column, 16, 1)])
 
 
-@intrinsic
-def _tanh16(typingctx, source, out, start):
-    """out[start:start + 16] = tanh32 of source[start:start + 16] (1-D float32 arrays), as 16
-    lanes of AVX-512 vector operations: the same float32 steps as tanh32, lane by lane."""
-    for array in (source, out):  # the lanes are read and written as 16 adjacent float32 values
-        if not (isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C"
-                and array.dtype == types.float32):
-            return None
-    signature = types.void(source, out, types.intp)
+def _look_up_8(builder, k):
+    i32 = ir.IntType(32)
+    floats, ints = ir.VectorType(ir.FloatType(), 8), ir.VectorType(i32, 8)
+    permute = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(floats, [floats, ints]), "llvm.x86.avx2.permps")
+    zero = _splat(i32, 8, 0)
+    second = builder.icmp_signed("!=", builder.and_(k, _splat(i32, 8, 8)), zero)
+    upper = builder.icmp_signed("!=", builder.and_(k, _splat(i32, 8, 16)), zero)
+
+    def look_up(column):
+        quarters = [builder.call(permute, [_table_part(column, 8, q), k]) for q in range(4)]
+        return builder.select(upper, builder.select(second, quarters[3], quarters[2]),
+                              builder.select(second, quarters[1], quarters[0]))
+
+    return look_up
+
+
+def _lanes_intrinsic(lanes: int, look_up_for):
+    """An intrinsic (source, out, start): out[start:start + lanes] = tanh32 of source's values
+    there (contiguous 1-D float32 arrays), as vector operations: tanh32's float32 steps, lane by
+    lane, its table looked up by `look_up_for(builder, k)`."""
+
+    def typer(typingctx, source, out, start):
+        for array in (source, out):  # read and written as `lanes` adjacent float32 values
+            if not (isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C"
+                    and array.dtype == types.float32):
+                return None
+        return types.void(source, out, types.intp), codegen
 
     def codegen(context, builder, sig, args):
         f32, i32 = ir.FloatType(), ir.IntType(32)
-        floats, ints = ir.VectorType(f32, _LANES), ir.VectorType(i32, _LANES)
-        module = builder.module
+        floats, ints = ir.VectorType(f32, lanes), ir.VectorType(i32, lanes)
+        suffix = f"v{lanes}f32"
 
         def place(array_type, array):
             data = context.make_array(array_type)(context, builder, array).data
             return builder.bitcast(builder.gep(data, [args[2]]), floats.as_pointer())
 
-        permute = cgutils.get_or_insert_function(
-            module, ir.FunctionType(floats, [floats, ints, floats]),
-            "llvm.x86.avx512.vpermi2var.ps.512")
+        def ints_of(value):
+            return _splat(i32, lanes, int(value))
+
         fma = cgutils.get_or_insert_function(
-            module, ir.FunctionType(floats, [floats] * 3), "llvm.fma.v16f32")
-        fabs = cgutils.get_or_insert_function(module, ir.FunctionType(floats, [floats]),
-                                              "llvm.fabs.v16f32")
+            builder.module, ir.FunctionType(floats, [floats] * 3), f"llvm.fma.{suffix}")
+        fabs = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(floats, [floats]), f"llvm.fabs.{suffix}")
         x = builder.load(place(sig.args[0], args[0]), align=4)
         bits = builder.bitcast(x, ints)
-        part = builder.and_(bits, _splat(i32, int(_PART)))
-        k = builder.sub(part, _splat(i32, int(_FIRST)))
-        k = builder.select(builder.icmp_signed(">", k, _splat(i32, 0)), k, _splat(i32, 0))
-        k = builder.select(builder.icmp_signed("<", k, _splat(i32, int(_LAST))), k,
-                           _splat(i32, int(_LAST)))
-        k = builder.ashr(k, _splat(i32, 21))
-
-        def look_up(column):
-            return builder.call(permute, [_table_half(column, 0), k, _table_half(column, 1)])
-
+        part = builder.and_(bits, ints_of(_PART))
+        k = builder.sub(part, ints_of(_FIRST))
+        k = builder.select(builder.icmp_signed(">", k, ints_of(0)), k, ints_of(0))
+        k = builder.select(builder.icmp_signed("<", k, ints_of(_LAST)), k, ints_of(_LAST))
+        look_up = look_up_for(builder, builder.ashr(k, ints_of(21)))
         y = builder.fsub(builder.call(fabs, [x]), look_up(_B))
         r = builder.call(fma, [look_up(_C6), y, look_up(_C5)])
         for column in (_C4, _C3, _C2, _C1, _C0):
             r = builder.call(fma, [r, y, look_up(column)])
-        r = builder.select(builder.icmp_signed(">", part, _splat(i32, int(_HUGE))),
-                           _splat(f32, 1.0), r)
-        r = builder.select(builder.icmp_signed("<", bits, _splat(i32, 0)),
+        r = builder.select(builder.icmp_signed(">", part, ints_of(_HUGE)),
+                           _splat(f32, lanes, 1.0), r)
+        r = builder.select(builder.icmp_signed("<", bits, ints_of(0)),
                            builder.fneg(builder.call(fabs, [r])), r)
-        r = builder.select(builder.fcmp_unordered("uno", x, x), _splat(f32, float(_NAN)), r)
+        r = builder.select(builder.fcmp_unordered("uno", x, x), _splat(f32, lanes, float(_NAN)),
+                           r)
         builder.store(r, place(sig.args[1], args[1]), align=4)
         return context.get_dummy_value()
 
-    return signature, codegen
+    return intrinsic(typer)
+
+
+_tanh16 = _lanes_intrinsic(16, _look_up_16)  # AVX-512 only
+_tanh8 = _lanes_intrinsic(8, _look_up_8)     # AVX2 only
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tail(source, out, start, count):
+    for k in range(start, count):
+        out[k] = tanh32(source[k])
 
 
 @njit(cache=True, nogil=True)
-def tanh_into_lanes(source, out, count):
-    """out[:count] = tanh32(source[:count]) (1-D), 16 values at a time by `_tanh16` (AVX-512
-    only), the rest one by one."""
-    done = count - count % _LANES
-    for start in range(0, done, _LANES):
+def tanh_into_16(source, out, count):
+    """out[:count] = tanh32(source[:count]) (1-D), 16 values at a time (AVX-512 only)."""
+    done = count - count % 16
+    for start in range(0, done, 16):
         _tanh16(source, out, start)
-    for k in range(done, count):
-        out[k] = tanh32(source[k])
+    _tail(source, out, done, count)
+
+
+@njit(cache=True, nogil=True)
+def tanh_into_8(source, out, count):
+    """out[:count] = tanh32(source[:count]) (1-D), 8 values at a time (AVX2 only)."""
+    done = count - count % 8
+    for start in range(0, done, 8):
+        _tanh8(source, out, start)
+    _tail(source, out, done, count)
 
 
 @njit(cache=True, nogil=True)
@@ -198,19 +239,31 @@ def tanh_into_loop(source, out, count):
         out[k] = tanh32(source[k])
 
 
-def has_avx512() -> bool:
-    """Whether numba compiles for a CPU with AVX-512F here (its host CPU, or the CPU named by
-    NUMBA_CPU_NAME and NUMBA_CPU_FEATURES)."""
+def vector_features() -> frozenset[str]:
+    """Which of avx512f and avx2 numba compiles for here: its host CPU's, or those named by
+    NUMBA_CPU_FEATURES when NUMBA_CPU_NAME or it is set."""
     from llvmlite import binding
     from numba.core import config
 
     if config.CPU_NAME or config.CPU_FEATURES:
-        return "+avx512f" in (config.CPU_FEATURES or "").split(",")
-    return bool(binding.get_host_cpu_features().get("avx512f", False))
+        named = (config.CPU_FEATURES or "").split(",")
+        return frozenset(f for f in ("avx512f", "avx2") if f"+{f}" in named)
+    host = binding.get_host_cpu_features()
+    return frozenset(f for f in ("avx512f", "avx2") if host.get(f, False))
 
 
-# The loop the kernels run: by lanes where the CPU has AVX-512, else the vectorised loop.
-tanh_into = tanh_into_lanes if has_avx512() else tanh_into_loop
+def loops() -> dict[str, object]:
+    """Every loop this CPU can run, the kernels' first: by 16 lanes (AVX-512), by 8 (AVX2), or
+    the vectorised loop."""
+    features = vector_features()
+    found = {"16 lanes": tanh_into_16} if "avx512f" in features else {}
+    if "avx2" in features:
+        found["8 lanes"] = tanh_into_8
+    return {**found, "loop": tanh_into_loop}
+
+
+# The loop the kernels run: the widest this CPU has.
+tanh_into = next(iter(loops().values()))
 
 
 @njit(cache=True, nogil=True)

@@ -15,14 +15,13 @@ import time
 
 import numpy as np
 
-from deepsharp._tanh32 import has_avx512, tanh_into_lanes, tanh_into_loop
+from deepsharp._tanh32 import loops
 
 
 def main() -> int:
-    """Each loop that can run on this CPU: the one by 16 lanes (AVX-512 only) and the plain one."""
-    loops = {"lanes": tanh_into_lanes} if has_avx512() else {}
+    """Each loop that can run on this CPU: by 16 lanes (AVX-512), by 8 (AVX2), the plain one."""
     faults = 0
-    for name, loop in {**loops, "loop": tanh_into_loop}.items():
+    for name, loop in loops().items():
         started, wrong, chunk = time.perf_counter(), 0, 1 << 24
         out = np.empty(chunk, np.float32)
         for first in range(0, 1 << 32, chunk):

@@ -198,19 +198,12 @@ def test_tanh32_is_numpys_float32_tanh_bit_for_bit():
     """The LSTM's whole-step kernel computes tanh by numpy's own float32 algorithm (SVML's table,
     deepsharp/_tanh32.py): the same bits as np.tanh over a dense sample of every sub-interval and
     the edge values (scripts/check_tanh32.py compares all 2^32 float32 values, once), by the
-    loop the kernels run here, and by the other one where this CPU can run it (16 lanes of
-    AVX-512 at a time, or one value at a time, vectorised with gathers)."""
-    from deepsharp._tanh32 import (
-        has_avx512,
-        matches_numpy,
-        tanh32_array,
-        tanh_into,
-        tanh_into_lanes,
-        tanh_into_loop,
-    )
+    loop the kernels run here, and by every other loop this CPU can run (16 lanes of AVX-512 at a
+    time, 8 of AVX2, or one value at a time, vectorised with gathers)."""
+    from deepsharp._tanh32 import loops, matches_numpy, tanh32_array, tanh_into
 
     assert matches_numpy()  # on this machine the whole-step kernel runs (else it would not)
-    assert tanh_into is (tanh_into_lanes if has_avx512() else tanh_into_loop)
+    assert tanh_into is next(iter(loops().values()))  # the widest this CPU has
     bits = np.random.default_rng(5).integers(0, 2**32, 2_000_000, dtype=np.uint64)
     grid = np.linspace(-12, 12, 1_000_001, dtype=np.float32)
     edges = np.array([0.0, -0.0, 1e-45, -1e-45, 1.2e-38, 0.0625, 9.0, 9.000001, 8.999999, 3e38,
@@ -221,8 +214,8 @@ def test_tanh32_is_numpys_float32_tanh_bit_for_bit():
     out = np.empty_like(x)
     tanh32_array(x, out)
     np.testing.assert_array_equal(out.view(np.uint32), expected)
-    for loop in (tanh_into_lanes, tanh_into_loop) if has_avx512() else (tanh_into_loop,):
-        for count in (x.size, 1, 15, 16, 17, 33):  # every tail of the lanes' loop
+    for loop in loops().values():
+        for count in (x.size, 1, 7, 8, 9, 15, 16, 17, 33):  # the lanes' loops' tails
             out = np.full_like(x, 7.0)
             loop(x, out, count)
             np.testing.assert_array_equal(out[:count].view(np.uint32), expected[:count])
