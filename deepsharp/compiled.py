@@ -36,11 +36,11 @@ tests/deepsharp/test_compiled.py holds both paths to exact equality. Transcenden
 stay numpy's calls (exp, erf; numba's own tanh is the scalar libm's, 8x slower than numpy's
 vectorised one and not its numbers), except float32 tanh in the LSTM's and the GRU's kernels:
 `deepsharp._tanh32` is numpy's own algorithm (SVML's table and fused multiply-adds), the same
-bits for all 2^32 inputs, used only where a probe finds numpy's numbers. On a CPU with AVX-512 it
-runs 16 lanes at a time and looks its table up by permutes, as numpy's own loop does (0.19 ns a
-value against np.tanh's 0.24 on a Zen 5); elsewhere its loop vectorises with gathers for the
-table, which AMD's Zen cores run slowly (2.6 ns a value on the same Zen 5 with AVX-512 set
-aside), so there the LSTM's and GRU's kernels may trail numpy.
+bits for all 2^32 inputs, used only where a probe finds numpy's numbers. It runs 16 lanes at a
+time on a CPU with AVX-512, 8 with AVX2, its table looked up by permutes (on a Zen 5: 0.25 and
+0.78 ns a value, against np.tanh's 0.27 with its AVX-512 loop and 1.1 with its AVX2 one); on
+other CPUs a plain loop, which vectorises with gathers for the table (3.3 ns a value there: AMD's
+Zen cores gather slowly).
 The whole-sequence kernels make each step's product by numpy's own BLAS (`deepsharp._blas`:
 numpy's cblas_sgemm, called as numpy's matmul calls it, checked once).
 
