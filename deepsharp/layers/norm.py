@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field, PositiveInt
 
-from deepsharp.errors import ShapeError
+from deepsharp.errors import OpError, ShapeError
 from deepsharp.layers.base import Flow, LayerSpec, Lowering, Step, claim, layer
 from deepsharp.layers.masks import masked_moments, real_steps
 from deepsharp.module import Parameter
@@ -106,6 +106,13 @@ class BatchNormStep(NormStep):
         if not self.training:
             return apply("batch_norm_eval", x, self.weight, self.bias, self.running_mean,
                          self.running_var, eps=eps)
+        if x.size // max(x.shape[-1], 1) < 2:  # the primitive refuses too; this names the layer
+            raise OpError(f"batch_norm at place {self.place}: training needs more than one value "
+                          f"per channel (as PyTorch's BatchNorm), received a batch of shape "
+                          f"{tuple(x.shape)}; a batch of one example is an epoch's last batch "
+                          f"when the examples do not fill whole batches (9 examples in batches "
+                          f"of 8 leave 1): choose a batch_size that leaves more, or train on "
+                          f"more than one example a batch")
         y, mean, var = apply("batch_norm", x, self.weight, self.bias, eps=eps)
         self._update(mean._data, var._data, x.size // x.shape[-1])
         return y

@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from deepsharp import SGD, MeanSquaredError, RandomStream, Sequential, Shape, load
+from deepsharp import (
+    SGD, Adam, CrossEntropy, MeanSquaredError, RandomStream, Sequential, Shape, load,
+)
 from deepsharp.errors import OpError, ShapeError, SpecError
 from deepsharp.run import running
 from deepsharp.tensors import Tensor
@@ -221,8 +223,21 @@ def test_batch_norm_running_statistics():
 def test_batch_norm_refuses_to_train_on_one_value_per_channel():
     network = Sequential().batch_norm().lower(Shape(3), RandomStream(0))
     network.train()
-    with pytest.raises(OpError, match="batch_norm: training needs more than one value per channel"):
+    with pytest.raises(OpError, match=r"batch_norm at place 0: training needs more than one "
+                                      r"value per channel .* received a batch of shape \(1, 3\)"):
         network.forward(Tensor(np.ones((1, 3), np.float32)))
+
+
+def test_an_epochs_last_batch_of_one_example_names_the_batch_norm_and_the_remedy():
+    """Found by the fuzz of random stacks: 9 images in batches of 8 leave a last batch of one,
+    pooled to one place, so one value per channel; the error names the layer and what to do."""
+    network = (Sequential().conv2d(4, 3).max_pool2d(2).batch_norm().flatten().dense(2)
+               .lower(Shape(4, 4, 1), RandomStream(0)))
+    x = np.random.default_rng(0).standard_normal((9, 4, 4, 1)).astype(np.float32)
+    with pytest.raises(OpError, match=r"batch_norm at place 2: .*shape \(1, 1, 1, 4\).*"
+                                      r"choose a batch_size"):
+        network.fit(x, np.zeros(9, np.int64), loss=CrossEntropy(), optimizer=Adam(1e-3),
+                    batch_size=8, shuffle=False, progress=False)
 
 
 def test_spatial_dropout_drops_whole_channels_in_training_only():
