@@ -32,28 +32,28 @@ def _flatten(node: onnx.NodeProto, r: Reading) -> Read:
             raise r.unreadable(node, f"its channel-by-channel row {other}; the network's flatten "
                                      f"holds the values place by place, so only a dense layer "
                                      f"(whose rows are put back in order) may read it")
-        places = _places(r, node, dims, _kernel_rows(r, product))
-        r.extra["image"] = (*places, dims[1])  # the image as the network holds it
+        r.extra["image"] = _image(r, node, dims, _kernel_rows(r, product))
         return Read(node.output[0], [node], [spec], [{}], order=Order.FLAT_CHANNELS_FIRST, rank=2)
     return Read(node.output[0], [node], [spec], [{}], rank=2)
 
 
-def _places(r: Reading, node: onnx.NodeProto, dims: tuple, rows: int | None) -> tuple[int, ...]:
-    """The flattened channels-first value's places: its dims, or, where one place axis is
-    symbolic (a series of any length in the annotations, as deepsharp's exporter writes a conv1d
-    over steps, and PyTorch's dynamic axes), the size the dense kernel's `rows` leave for it: the
-    kernel fixes the row's length, so the graph runs at that size only."""
-    if len(dims) != r.rank or not isinstance(dims[1], int):
+def _image(r: Reading, node: onnx.NodeProto, dims: tuple, rows: int | None) -> tuple[int, ...]:
+    """The flattened channels-first value as the network holds it, (*places, channels): its
+    dims, or, where one of its channels and place axes is unknown (a series of any length in the
+    annotations, as deepsharp's exporter writes a conv1d over steps, and PyTorch's dynamic axes;
+    a channel axis that inference lost behind a Slice), the size the dense kernel's `rows` leave
+    for it: the kernel fixes the row's length, so the graph runs at that size only."""
+    if len(dims) != r.rank:
         raise r.unreadable(node, "a Flatten of a channels-first value of unknown places")
-    places = dims[2:]
-    unknown = [i for i, d in enumerate(places) if not isinstance(d, int)]
-    if not unknown:
-        return places
-    known = dims[1] * (dims_product(d for d in places if isinstance(d, int)) or 1)
-    if len(unknown) != 1 or rows is None or rows % known or rows < known:
+    sizes = dims[1:]  # the channels, then the places
+    unknown = [i for i, d in enumerate(sizes) if not isinstance(d, int)]
+    known = dims_product(d for d in sizes if isinstance(d, int)) or 1
+    if unknown and (len(unknown) != 1 or rows is None or rows % known or rows < known):
         raise r.unreadable(node, f"a Flatten of a channels-first value of unknown places "
                                  f"(dims {list(dims)}; the kernel after it has {rows} rows)")
-    return tuple(rows // known if i == unknown[0] else d for i, d in enumerate(places))
+    solved = tuple(rows // known if unknown and i == unknown[0] else d
+                   for i, d in enumerate(sizes))
+    return (*solved[1:], solved[0])
 
 
 def _kernel_rows(r: Reading, product: onnx.NodeProto | None) -> int | None:
