@@ -101,8 +101,8 @@ def pytorch_case(seed: int) -> list[str]:
         channels = out
     if not series and g.random() < 0.4:
         layers.append(nn.AdaptiveAvgPool2d(1))
-    model = nn.Sequential(*layers, nn.Flatten())
-    try:
+    model = nn.Sequential(*layers, nn.Flatten()).eval()  # the width probe's batch of one: eval,
+    try:                                                  # or a batch norm at one place refuses
         with torch.no_grad():
             width = model(torch.zeros(1, *shape)).shape[1]
     except RuntimeError:  # too small for its windows: nothing to hold
