@@ -178,7 +178,6 @@ def _reduce(op_type: str) -> PrimitiveWriter:
 
 
 writes_primitive("sum", dims=dims.reduce)(_reduce("ReduceSum"))
-writes_primitive("mean", dims=dims.reduce)(_reduce("ReduceMean"))
 writes_primitive("max", dims=dims.reduce)(_reduce("ReduceMax"))
 
 

@@ -219,30 +219,62 @@ writes_primitive("argmax", dims=vdims.along)(_arg("ArgMax"))
 writes_primitive("argmin", dims=vdims.along)(_arg("ArgMin"))
 
 
+def _count(emit: Emit, x: str, axes, rank: int, kind, label: str) -> str:
+    """How many values `axes` of x hold, as a `kind` scalar read from its shape at run time (its
+    nodes named after `label`)."""
+    shape = emit("Shape", [x], suffix=f"{label}_shape")
+    picked = _axes_const(emit, f"{label}_axes", [int(a) % rank for a in axes])
+    sizes = emit("Gather", [shape, picked], {"axis": 0}, suffix=f"{label}_sizes")
+    count = emit("ReduceProd", [sizes], {"axes": [0], "keepdims": 0}, suffix=label)
+    return emit("Cast", [count], {"to": _elem(kind)}, suffix=f"{label}_float")
+
+
+def _fixed_count(emit: Emit, index: int, axes) -> int | None:
+    """How many values `axes` of input `index` hold, where every one of them is a fixed size."""
+    known = emit.dims(index)
+    if known is None or any(isinstance(known[a], Sym) for a in axes):
+        return None
+    return int(np.prod([int(known[a]) for a in axes]))
+
+
+def mean_node(emit: Emit, x: str, axes, keep: int, rank: int, suffix: str | None = None,
+              label: str = "mean") -> str:
+    """The mean of x (input 0's shape) over `axes`: ReduceMean where they hold values, else the
+    sum over the count read from the shape (nodes named after `label`), so that an empty axis
+    gives NaN (0 / 0) as numpy and PyTorch do: ONNX Runtime's ReduceMean gives 0 there (the
+    reference evaluator NaN)."""
+    if _fixed_count(emit, 0, axes):
+        return _reduce_node(emit, "ReduceMean", x, axes, keep, suffix=suffix)
+    total = _reduce_node(emit, "ReduceSum", x, axes, keep, suffix=f"{label}_total")
+    count = _count(emit, x, axes, rank, emit.result_dtype(), f"{label}_count")
+    return emit("Div", [total, count], suffix=suffix)
+
+
+@writes_primitive("mean", dims=dims.reduce)
+def _mean(emit, inputs, attrs, ranks):
+    (x,) = emit.promoted(inputs)
+    return mean_node(emit, x, attrs["axes"], attrs["keepdims"], ranks[0])
+
+
 @writes_primitive("var", dims=dims.reduce)
 def _var(emit, inputs, attrs, ranks):
     """sum((x - mean)^2) / max(0, n - correction); n read from the shape when a reduced axis is
-    symbolic (ReduceMean alone when the correction is 0)."""
+    symbolic (the mean alone when the correction is 0: `mean_node`)."""
     (x,) = emit.promoted(inputs)
     axes, keep, kind = attrs["axes"], attrs["keepdims"], emit.result_dtype()
-    mean = _reduce_node(emit, "ReduceMean", x, axes, 1, suffix="mean")
+    mean = mean_node(emit, x, axes, 1, ranks[0], suffix="mean")
     centred = emit("Sub", [x, mean], suffix="centred")
     squares = emit("Mul", [centred, centred], suffix="squares")
     correction = float(attrs["correction"])
     if correction == 0:
-        return _reduce_node(emit, "ReduceMean", squares, axes, keep)
+        return mean_node(emit, squares, axes, keep, ranks[0], label="variance")
     total = _reduce_node(emit, "ReduceSum", squares, axes, keep, suffix="total")
-    known = emit.dims(0)
-    if known is not None and not any(isinstance(known[a], Sym) for a in axes):
-        count = int(np.prod([int(known[a]) for a in axes]))
+    count = _fixed_count(emit, 0, axes)
+    if count is not None:
         denominator = emit.constant("denominator", np.asarray(max(0.0, count - correction),
                                                               kind), kind)
     else:
-        shape = emit("Shape", [inputs[0]], suffix="shape")
-        sizes = emit("Gather", [shape, _axes_const(emit, "axes", list(axes))], {"axis": 0},
-                     suffix="sizes")
-        count = emit("ReduceProd", [sizes], {"axes": [0], "keepdims": 0}, suffix="count")
-        count = emit("Cast", [count], {"to": _elem(kind)}, suffix="count_float")
+        count = _count(emit, x, axes, ranks[0], kind, "count")
         denominator = emit("Sub", [count, emit.constant(
             "correction", np.asarray(correction, kind), kind)], suffix="difference")
         denominator = emit("Max", [denominator, emit.constant(
