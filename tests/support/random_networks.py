@@ -278,10 +278,24 @@ def trace_case(seed: int) -> list[str]:
         x = g.standard_normal(shape).astype(np.float32)
         expected = module.evaluate(x)
         got = session.run(None, {session.get_inputs()[0].name: x})[0]
-        gap = float(np.abs(got - expected).max()) if got.shape == expected.shape else np.inf
-        if not gap <= 1e-5 * max(1.0, float(np.abs(expected).max())):
+        gap = _gap(got, expected)
+        # a chain can amplify rounding (a cumsum of centred steps ends at 0 +- rounding, then a
+        # normalisation): the eager answer is known only to within what 1-2 ULPs of its input
+        # move it, and the graph is held to that where it is above 1e-5 (NaN where NaN)
+        noise = _gap(module.evaluate((x * np.float32(1 + 2e-7)).astype(np.float32)), expected)
+        if not gap <= max(1e-5 * max(1.0, float(np.nanmax(np.abs(expected), initial=0))),
+                          4 * noise):
             faults.append(f"seed {seed}: {names} at {shape}: {gap} from evaluate")
     return faults
+
+
+def _gap(got: np.ndarray, expected: np.ndarray) -> float:
+    """The largest difference where `expected` is a number; inf where the shapes or the NaNs'
+    places differ."""
+    if got.shape != expected.shape or not np.array_equal(np.isnan(got), np.isnan(expected)):
+        return np.inf
+    real = ~np.isnan(expected)
+    return float(np.abs(got[real] - expected[real]).max(initial=0))
 
 
 CASES = {"export": export_case, "paths": paths_case, "recurrent": recurrent_case,
