@@ -152,29 +152,33 @@ def _look_up_8(builder, k):
     return look_up
 
 
-def _lanes_intrinsic(lanes: int, look_up_for):
-    """An intrinsic (source, out, start): out[start:start + lanes] = tanh32 of source's values
-    there (contiguous 1-D float32 arrays), as vector operations: tanh32's float32 steps, lane by
-    lane, its table looked up by `look_up_for(builder, k)`."""
+_LOOK_UP = {16: _look_up_16, 8: _look_up_8}
 
-    def typer(typingctx, source, out, start):
-        for array in (source, out):  # read and written as `lanes` adjacent float32 values
-            if not (isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C"
-                    and array.dtype == types.float32):
-                return None
-        return types.void(source, out, types.intp), codegen
+
+@intrinsic
+def _tanh_lanes(typingctx, source, out, start, lanes):
+    """out[start:start + lanes] = tanh32 of source's values there (contiguous 1-D float32
+    arrays; `lanes` a literal 16, AVX-512 only, or 8, AVX2 only), as vector operations: tanh32's
+    float32 steps, lane by lane, its table looked up by `_LOOK_UP[lanes]`."""
+    for array in (source, out):  # read and written as `lanes` adjacent float32 values
+        if not (isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C"
+                and array.dtype == types.float32):
+            return None
+    if not isinstance(lanes, types.IntegerLiteral) or lanes.literal_value not in _LOOK_UP:
+        return None
+    width = lanes.literal_value
 
     def codegen(context, builder, sig, args):
         f32, i32 = ir.FloatType(), ir.IntType(32)
-        floats, ints = ir.VectorType(f32, lanes), ir.VectorType(i32, lanes)
-        suffix = f"v{lanes}f32"
+        floats, ints = ir.VectorType(f32, width), ir.VectorType(i32, width)
+        suffix = f"v{width}f32"
 
         def place(array_type, array):
             data = context.make_array(array_type)(context, builder, array).data
             return builder.bitcast(builder.gep(data, [args[2]]), floats.as_pointer())
 
         def ints_of(value):
-            return _splat(i32, lanes, int(value))
+            return _splat(i32, width, int(value))
 
         fma = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(floats, [floats] * 3), f"llvm.fma.{suffix}")
@@ -186,49 +190,42 @@ def _lanes_intrinsic(lanes: int, look_up_for):
         k = builder.sub(part, ints_of(_FIRST))
         k = builder.select(builder.icmp_signed(">", k, ints_of(0)), k, ints_of(0))
         k = builder.select(builder.icmp_signed("<", k, ints_of(_LAST)), k, ints_of(_LAST))
-        look_up = look_up_for(builder, builder.ashr(k, ints_of(21)))
+        look_up = _LOOK_UP[width](builder, builder.ashr(k, ints_of(21)))
         y = builder.fsub(builder.call(fabs, [x]), look_up(_B))
         r = builder.call(fma, [look_up(_C6), y, look_up(_C5)])
         for column in (_C4, _C3, _C2, _C1, _C0):
             r = builder.call(fma, [r, y, look_up(column)])
         r = builder.select(builder.icmp_signed(">", part, ints_of(_HUGE)),
-                           _splat(f32, lanes, 1.0), r)
+                           _splat(f32, width, 1.0), r)
         r = builder.select(builder.icmp_signed("<", bits, ints_of(0)),
                            builder.fneg(builder.call(fabs, [r])), r)
-        r = builder.select(builder.fcmp_unordered("uno", x, x), _splat(f32, lanes, float(_NAN)),
+        r = builder.select(builder.fcmp_unordered("uno", x, x), _splat(f32, width, float(_NAN)),
                            r)
         builder.store(r, place(sig.args[1], args[1]), align=4)
         return context.get_dummy_value()
 
-    return intrinsic(typer)
-
-
-_tanh16 = _lanes_intrinsic(16, _look_up_16)  # AVX-512 only
-_tanh8 = _lanes_intrinsic(8, _look_up_8)     # AVX2 only
+    return types.void(source, out, types.intp, lanes), codegen
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tail(source, out, start, count):
-    for k in range(start, count):
+def _by_lanes(source, out, count, lanes):
+    done = count - count % lanes
+    for start in range(0, done, lanes):
+        _tanh_lanes(source, out, start, lanes)
+    for k in range(done, count):
         out[k] = tanh32(source[k])
 
 
 @njit(cache=True, nogil=True)
 def tanh_into_16(source, out, count):
     """out[:count] = tanh32(source[:count]) (1-D), 16 values at a time (AVX-512 only)."""
-    done = count - count % 16
-    for start in range(0, done, 16):
-        _tanh16(source, out, start)
-    _tail(source, out, done, count)
+    _by_lanes(source, out, count, 16)
 
 
 @njit(cache=True, nogil=True)
 def tanh_into_8(source, out, count):
     """out[:count] = tanh32(source[:count]) (1-D), 8 values at a time (AVX2 only)."""
-    done = count - count % 8
-    for start in range(0, done, 8):
-        _tanh8(source, out, start)
-    _tail(source, out, done, count)
+    _by_lanes(source, out, count, 8)
 
 
 @njit(cache=True, nogil=True)
