@@ -217,16 +217,27 @@ def gradients_case(seed: int) -> list[str]:
 
     ours = run(lambda a, grad=True: Tensor(a, requires_grad=grad), F)
     theirs = run(lambda a, grad=True: torch.tensor(a, requires_grad=grad), torch_f)
+    exact = None  # PyTorch in float64, made only where the two float32 answers part
     faults = []
-    for what, a, b in zip(("output", "x's gradient", "w's gradient", "w2's gradient"), ours,
-                          theirs):
+    for index, what in enumerate(("output", "x's gradient", "w's gradient", "w2's gradient")):
+        a, b = ours[index], theirs[index]
         if a is None and b is None:  # a weight the chain does not use
             continue
         a = np.zeros_like(b) if a is None else np.asarray(a)
         b = np.zeros_like(a) if b is None else np.asarray(b)
         gap = float(np.abs(a - b).max()) if a.shape == b.shape else np.inf
-        if not gap <= 1e-4 * max(1.0, float(np.abs(b).max())):
-            faults.append(f"seed {seed}: {names}: {what} {gap} from PyTorch's")
+        if gap <= 1e-4 * max(1.0, float(np.abs(b).max())):
+            continue
+        # a chain may amplify float32 rounding (a layer norm of a row that relu made constant
+        # divides by sqrt(eps)): ours passes where it is no farther from PyTorch's float64
+        # answer than PyTorch's own float32 one is
+        if exact is None:
+            exact = run(lambda v, grad=True: torch.tensor(v.astype(np.float64),
+                                                          requires_grad=grad), torch_f)
+        truth = np.zeros_like(a, np.float64) if exact[index] is None else np.asarray(exact[index])
+        if a.shape == truth.shape and np.abs(a - truth).max() <= np.abs(b - truth).max():
+            continue
+        faults.append(f"seed {seed}: {names}: {what} {gap} from PyTorch's")
     return faults
 
 
