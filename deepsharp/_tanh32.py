@@ -207,13 +207,20 @@ def _tanh_lanes(typingctx, source, out, start, lanes):
     return types.void(source, out, types.intp, lanes), codegen
 
 
+@njit(cache=True, nogil=True)
+def tanh_into_loop(source, out, count):
+    """out[:count] = tanh32(source[:count]) (1-D; a loop of its own, so it vectorises, its
+    table loads made gathers)."""
+    for k in range(count):
+        out[k] = tanh32(source[k])
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _by_lanes(source, out, count, lanes):
     done = count - count % lanes
     for start in range(0, done, lanes):
         _tanh_lanes(source, out, start, lanes)
-    for k in range(done, count):
-        out[k] = tanh32(source[k])
+    tanh_into_loop(source[done:count], out[done:count], count - done)  # the tail, one by one
 
 
 @njit(cache=True, nogil=True)
@@ -226,14 +233,6 @@ def tanh_into_16(source, out, count):
 def tanh_into_8(source, out, count):
     """out[:count] = tanh32(source[:count]) (1-D), 8 values at a time (AVX2 only)."""
     _by_lanes(source, out, count, 8)
-
-
-@njit(cache=True, nogil=True)
-def tanh_into_loop(source, out, count):
-    """out[:count] = tanh32(source[:count]) (1-D; a loop of its own, so it vectorises, its
-    table loads made gathers)."""
-    for k in range(count):
-        out[k] = tanh32(source[k])
 
 
 def vector_features() -> frozenset[str]:

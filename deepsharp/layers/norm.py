@@ -106,14 +106,11 @@ class BatchNormStep(NormStep):
         if not self.training:
             return apply("batch_norm_eval", x, self.weight, self.bias, self.running_mean,
                          self.running_var, eps=eps)
-        if x.size // max(x.shape[-1], 1) < 2:  # the primitive refuses too; this names the layer
-            raise OpError(f"batch_norm at place {self.place}: training needs more than one value "
-                          f"per channel (as PyTorch's BatchNorm), received a batch of shape "
-                          f"{tuple(x.shape)}; a batch of one example is an epoch's last batch "
-                          f"when the examples do not fill whole batches (9 examples in batches "
-                          f"of 8 leave 1): choose a batch_size that leaves more, or train on "
-                          f"more than one example a batch")
-        y, mean, var = apply("batch_norm", x, self.weight, self.bias, eps=eps)
+        try:
+            y, mean, var = apply("batch_norm", x, self.weight, self.bias, eps=eps)
+        except OpError as error:  # the primitive's refusal, named with the layer's place
+            reason = str(error).removeprefix("batch_norm: ")
+            raise OpError(f"batch_norm at place {self.place}: {reason}") from None
         self._update(mean._data, var._data, x.size // x.shape[-1])
         return y
 

@@ -103,8 +103,12 @@ class BatchNorm:
     def forward(x, gamma, beta, *, eps):
         lead = _leading(x)
         if int(np.prod([x.shape[a] for a in lead])) < 2:
-            raise OpError(f"batch_norm: training needs more than one value per channel, "
-                          f"received a batch of shape {x.shape}")
+            raise OpError(f"batch_norm: training needs more than one value per channel (as "
+                          f"PyTorch's BatchNorm), received a batch of shape {tuple(x.shape)}; a "
+                          f"batch of one example is an epoch's last batch when the examples do "
+                          f"not fill whole batches (9 examples in batches of 8 leave 1): choose "
+                          f"a batch_size that leaves more, or train on more than one example a "
+                          f"batch")
         xhat, mean, var, rstd = _normalise(x, lead, eps)
         y = xhat * gamma + beta
         return (y, mean.reshape(-1), var.reshape(-1)), (xhat, rstd, mean)
