@@ -97,6 +97,13 @@ def test_pytorch_and_numpy_keywords_mean_the_same():
     (lambda: Tensor(np.arange(3)) % Tensor(np.array([1, 0, 2])), "remainder: integer division "
                                                                 "by zero"),
     (lambda: Tensor(np.arange(3)) // 0, "floor_divide: integer division by zero"),
+    # a bool divisor (or dividend) is an integer one: False is a zero (PyTorch refuses it too)
+    (lambda: Tensor(np.arange(3)) // False, "floor_divide: integer division by zero"),
+    (lambda: -3 % Tensor(np.array([True, False])), "remainder: integer division by zero"),
+    (lambda: Tensor(np.array([True])) % Tensor(np.array([0])), "remainder: integer division"),
+    (lambda: Tensor(np.arange(3)).fmod(Tensor(np.array([False]))), "fmod: integer division"),
+    (lambda: Tensor(np.arange(3)).div(Tensor(np.array([False])), rounding_mode="trunc"),
+     "floor_divide: integer division by zero"),
     (lambda: X.diagonal(0, 1, -2), "diagonal: dim1 and dim2 must differ"),
     (lambda: X.cross(X, dim=2), "cross: axis 2 has size 4, not 3"),
     (lambda: X[:, :2].cross(X[:, :2]), "cross: no axis of size 3 in the operands' shape"),

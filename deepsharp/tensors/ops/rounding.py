@@ -45,7 +45,9 @@ for _name, _fn in ROUNDINGS.items():
 
 
 def _no_zero_divisor(op: str, a: np.ndarray, b: np.ndarray) -> None:
-    if a.dtype.kind in "iu" and b.dtype.kind in "iu" and not np.all(b):
+    """Refuse an integer quotient by zero; bools count as the integers 0 and 1 (a False divisor
+    of an integer, or of a bool, is a zero one: PyTorch refuses both, numpy gives 0)."""
+    if a.dtype.kind in "biu" and b.dtype.kind in "biu" and not np.all(b):
         raise OpError(f"{op}: integer division by zero (PyTorch refuses it too)")
 
 
