@@ -48,6 +48,15 @@ def axis(op: str, value: Any, ndim: int) -> int:
     return value % extent if ndim else 0
 
 
+def has_dims(op: str, ndim: int) -> None:
+    """Refuse a 0-d tensor where `op` needs an axis to cut, move along or grow (split, chunk,
+    unbind, narrow, roll, repeat_interleave and unflatten along a dim: PyTorch refuses these
+    too)."""
+    if ndim == 0:
+        raise OpError(f"{op}: needs a tensor of rank 1 or more along a dim, received a 0-d "
+                      f"tensor (PyTorch refuses it too)")
+
+
 def dims(op: str, dim: Any, axis_: Any, ndim: int) -> tuple[int, ...]:
     """The axes a reduction runs over, sorted: all of them when neither is given. An empty tuple
     is refused: PyTorch reads it as every axis, numpy as none."""

@@ -11,6 +11,7 @@ from deepsharp.errors import OpError
 from deepsharp.tensors import Tensor
 
 X = Tensor(np.arange(24.0).reshape(2, 3, 4))
+SCALAR = Tensor(np.float32(2.5))
 
 
 def test_pytorch_and_numpy_keywords_mean_the_same():
@@ -67,7 +68,9 @@ def test_pytorch_and_numpy_keywords_mean_the_same():
     (lambda: X.masked_select(X), "masked_select: the mask must be a bool tensor"),
     (lambda: F.where(X, X, 0.0), "the condition must be a bool tensor"),
     (lambda: X.masked_fill(X, 0.0), "the mask must be a bool tensor"),
-    (lambda: X[0].masked_fill(Tensor(np.ones((2, 3, 4), bool)), 0.0), "must broadcast to"),
+    # in place, a mask larger than the tensor does not fit it (out of place it broadcasts)
+    (lambda: X[0].clone().masked_fill_(Tensor(np.ones((2, 3, 4), bool)), 0.0),
+     "masked_fill_\\(\\): the result has shape \\(2, 3, 4\\), which does not fit"),
     (lambda: X.masked_fill(X > 1, Tensor(np.ones(2))), "a number or a 0-d tensor"),
     (lambda: X.topk(5), "k=5 is outside 0..4"),
     (lambda: F.einsum("ij,jk", X[0], X[0]), "the letter 'j' stands for sizes 4 and 3"),
@@ -105,6 +108,16 @@ def test_pytorch_and_numpy_keywords_mean_the_same():
     (lambda: Tensor(np.arange(3)).div(Tensor(np.array([False])), rounding_mode="trunc"),
      "floor_divide: integer division by zero"),
     (lambda: X.diagonal(0, 1, -2), "diagonal: dim1 and dim2 must differ"),
+    # a 0-d tensor has no axis to cut, move along or grow (PyTorch refuses these too)
+    *((call, f"{op}: needs a tensor of rank 1 or more along a dim, received a 0-d tensor")
+      for op, call in (("unbind", lambda: SCALAR.unbind(0)), ("roll", lambda: SCALAR.roll(1, 0)),
+                       ("narrow", lambda: SCALAR.narrow(0, 0, 1)),
+                       ("split", lambda: SCALAR.split(1)), ("chunk", lambda: SCALAR.chunk(1)),
+                       ("repeat_interleave", lambda: SCALAR.repeat_interleave(2, 0)),
+                       ("unflatten", lambda: SCALAR.unflatten(0, (1,))))),
+    (lambda: SCALAR.topk(0), "topk: k=0 of a 0-d tensor \\(PyTorch gives the value itself"),
+    (lambda: SCALAR.index_select(0, Tensor(np.array([0, 0]))), "index_select: the index of a "
+                                                               "0-d tensor holds one value"),
     (lambda: X.cross(X, dim=2), "cross: axis 2 has size 4, not 3"),
     (lambda: X[:, :2].cross(X[:, :2]), "cross: no axis of size 3 in the operands' shape"),
     (lambda: X[0].diagonal(1.5), "diagonal: offset must be an integer"),

@@ -504,4 +504,21 @@ CASES: list[P] = [
     P("clamp-int-float-bound", "x.clamp", [Int(-3, 3, 5)], (I(0),), {"min": 0.5}, op="clamp"),
     P("clamp-bool-int-bound", "x.clamp", [Bool(5)], (I(0),), {"max": 1}, op="clamp"),
     P("norm-of-every-axis", "x.norm", [N(2, 3, 2, 2)], op="norm"),
+    # a 0-d tensor's dim 0 or -1 (PyTorch reads it as an axis of one entry)
+    P("max-dim-of-0d", "x.max", [D()], (I(0), 0), op="max"),
+    P("min-dim-of-0d-keepdim", "torch.min", [D()], (I(0), -1), {"keepdim": True}, op="min"),
+    P("sort-of-0d", "x.sort", [D()], op="sort"),
+    P("topk-of-0d", "x.topk", [D()], (I(0), 1), op="topk"),
+    P("gather-of-0d", "x.gather", [N(), Int(0, 1, 3)], (I(0), 0, I(1)), op="gather"),
+    P("index-select-of-0d", "x.index_select", [N(), Int(0, 1, 1)], (I(0), 0, I(1)),
+      op="index_select"),
+    P("transpose-of-0d", "x.transpose", [N()], (I(0), 0, -1), op="transpose"),
+    P("movedim-of-0d", "torch.movedim", [N()], (I(0), 0, -1), op="movedim"),
+    # a mask larger than the tensor: the two broadcast together (out of place)
+    P("masked-fill-larger-mask", "x.masked_fill", [N(1, 3), Bool(2, 1, 3)], (I(0), I(1), -1.5),
+      op="masked_fill"),
+    # over an empty axis: an empty answer, and the log of an empty sum
+    P("softmax-empty-axis", "x.softmax", [N(0, 3)], (I(0), 0), op="softmax"),
+    P("log-softmax-empty-axis", "F.log_softmax", [N(2, 0)], (I(0), 1), op="log_softmax"),
+    P("logsumexp-empty-axis", "x.logsumexp", [N(0, 3)], (I(0), 0), op="logsumexp"),
 ]

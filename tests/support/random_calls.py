@@ -202,7 +202,7 @@ def _permutation(g, rank: int) -> tuple[int, ...]:
 
 
 def shape_change(g) -> Call:
-    shape = _shape(g, 1)
+    shape = _shape(g, 0 if g.random() < 0.1 else 1)  # a 0-d tensor now and then: dim 0 or -1
     rank = len(shape)
     x = _array(g, shape, _kind(g, 0.8))
     name = ["reshape", "flatten", "squeeze", "unsqueeze", "transpose", "permute", "movedim",
@@ -216,6 +216,8 @@ def shape_change(g) -> Call:
         if sizes and g.random() < 0.5:
             sizes[int(g.integers(0, len(sizes)))] = -1
         return _method(name, [x], *sizes)
+    if name == "flatten" and not rank:
+        return _method(name, [x])
     if name == "flatten":
         first, last = sorted(int(v) for v in g.integers(0, rank, 2))
         return _method(name, [x], first - (rank if g.random() < 0.3 else 0), last)
@@ -247,14 +249,14 @@ def shape_change(g) -> Call:
                  for s in shape]
         return _method(name, [x], *([2] if g.random() < 0.3 else []), *sizes)
     if name == "narrow":
-        size = shape[d]
+        size = shape[d] if rank else 1
         start = int(g.integers(0, size + 1)) if size else 0
         return _method(name, [x], d, start - (size if g.random() < 0.3 and start < size else 0),
                        int(g.integers(0, size - start + 1)))
     if name == "split":
         if g.random() < 0.5:
             return _method(name, [x], int(g.integers(1, 4)), d)
-        size, parts = shape[d], []
+        size, parts = (shape[d] if rank else 1), []
         while sum(parts) < size:
             parts.append(int(g.integers(0, size - sum(parts) + 1)))
         return _method(name, [x], parts or [0], d)
@@ -264,13 +266,13 @@ def shape_change(g) -> Call:
         return _method(name, [x], d)
     if name in ("tril", "triu"):
         kind = "normal" if x.dtype.kind == "f" else "int"
-        return _method(name, [_array(g, shape + (3,) * (rank < 2), kind)], int(g.integers(-2, 3)))
+        return _method(name, [_array(g, shape + (3,) * max(0, 2 - rank), kind)], int(g.integers(-2, 3)))
     if name == "diagonal":
-        x = _array(g, shape + (3,) * (rank < 2), "normal")
+        x = _array(g, shape + (3,) * max(0, 2 - rank), "normal")
         a, b = (int(v) for v in g.permutation(x.ndim)[:2])
         return _method(name, [x], int(g.integers(-2, 3)), a, b)
     if name == "unflatten":
-        size = shape[d]
+        size = shape[d] if rank else 1
         sizes = next(((f, size // f) for f in (2, 3) if size % f == 0 and size > f), (size, 1))
         return _method(name, [x], d, sizes if g.random() < 0.5 else (-1, sizes[1]))
     if name in ("t", "mT", "T"):

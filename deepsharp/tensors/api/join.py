@@ -56,6 +56,7 @@ def split(x: Tensor, split_size_or_sections: Any, dim: Any = None, *, axis: Any 
           ) -> tuple[Tensor, ...]:
     """PyTorch's split: an integer is the size of each piece (the last may be smaller); a list
     gives every piece's size (they must add up to the axis's size)."""
+    kw.has_dims("split", x.ndim)
     at = kw.one_dim("split", dim, axis, x.ndim, default=0)
     size = x._data.shape[at]  # (split over a symbolic axis is refused by the trace, by name)
     _no_sizes("split", split_size_or_sections)
@@ -81,6 +82,7 @@ def chunk(x: Tensor, chunks: int, dim: Any = None, *, axis: Any = None) -> tuple
     chunks = kw.integer("chunk", "chunks", chunks)
     if chunks <= 0:
         raise OpError(f"chunk: chunks must be positive, received {chunks}")
+    kw.has_dims("chunk", x.ndim)
     at = kw.one_dim("chunk", dim, axis, x.ndim, default=0)
     size = x._data.shape[at]
     if not size:  # PyTorch's: that many empty pieces
@@ -90,6 +92,7 @@ def chunk(x: Tensor, chunks: int, dim: Any = None, *, axis: Any = None) -> tuple
 
 def unbind(x: Tensor, dim: Any = None, *, axis: Any = None) -> tuple[Tensor, ...]:
     """The entries along `dim` (0 unless given), that axis dropped."""
+    kw.has_dims("unbind", x.ndim)
     at = kw.one_dim("unbind", dim, axis, x.ndim, default=0)
     size = x.shape[at]
     if isinstance(size, SymInt):
@@ -136,6 +139,7 @@ def repeat_interleave(x: Tensor, repeats: Any, dim: Any = None, *, axis: Any = N
     at = kw.one_dim("repeat_interleave", dim, axis, x.ndim)
     if at is None:
         x, at = x.reshape(-1), 0
+    kw.has_dims("repeat_interleave", x.ndim)
     if isinstance(repeats, (int, np.integer)):
         r = int(repeats)
         if r < 0:
@@ -171,6 +175,7 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     for shift, dim in zip(shifts, dims):
         if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)):
             raise OpError(f"roll: shifts must be integers, received {shift!r}")
+        kw.has_dims("roll", x.ndim)
         x = _roll_one(x, int(shift), kw.axis("roll", dim, x.ndim))
     return x
 

@@ -61,8 +61,10 @@ def _extreme(op: str, x, dim, keepdim, axis, keepdims):
     if isinstance(given, (tuple, list)):
         raise OpError(f"{op}: dim must be one integer, received {given!r} (PyTorch's {op}(dim) "
                       f"gives values and indices along one axis; amax/amin take several)")
-    values, indices = apply(f"{op}_along", x, axis=kw.axis(op, given, x.ndim),
-                            keepdims=int(kw.keep(op, keepdim, keepdims)))
+    at, keep = kw.axis(op, given, x.ndim), int(kw.keep(op, keepdim, keepdims))
+    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor: (the value, index 0) either way, as PyTorch
+        x, keep = x.reshape(1), 0
+    values, indices = apply(f"{op}_along", x, axis=at, keepdims=keep)
     return ValuesIndices(values, indices)
 
 

@@ -28,7 +28,10 @@ def gather(x: Tensor, dim: Any, index: Any) -> Tensor:
     """PyTorch's gather: out[i][j] = x[i][index[i][j]] for dim 1; index has x's rank and no
     larger a size on the other axes. (It is not numpy's take, which is `index_select`.)"""
     index = _index("gather", index)
-    return apply("take_along_axis", x, index, axis=kw.axis("gather", dim, x.ndim))
+    at = kw.axis("gather", dim, x.ndim)
+    if x.ndim == 0:  # PyTorch's: the value at every place of the index (of any rank), 0 alone
+        return apply("gather", x.reshape(1), index.reshape(-1), axis=0).reshape(index.shape)
+    return apply("take_along_axis", x, index, axis=at)
 
 
 def take_along_axis(x: Tensor, indices: Any, axis: Any = None, *, dim: Any = None) -> Tensor:
@@ -55,7 +58,13 @@ def index_select(x: Tensor, dim: Any, index: Any) -> Tensor:
     index = _index("index_select", index)
     if index.ndim > 1:
         raise OpError(f"index_select: index must be 1-D, received shape {index.shape}")
-    return apply("gather", x, index.reshape(-1), axis=kw.axis("index_select", dim, x.ndim))
+    at = kw.axis("index_select", dim, x.ndim)
+    if x.ndim == 0:  # PyTorch's: the value itself, for an index of one value (0 alone)
+        if index._data.size != 1:
+            raise OpError(f"index_select: the index of a 0-d tensor holds one value, received "
+                          f"{index._data.size}")
+        return apply("gather", x.reshape(1), index.reshape(-1), axis=0).reshape(())
+    return apply("gather", x, index.reshape(-1), axis=at)
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
@@ -73,16 +82,14 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Tensor:
 
 
 def masked_fill(x: Tensor, mask: Any, value: Any) -> Tensor:
-    """x with `value` where the bool `mask` (broadcast to x) holds; `value` is a number or a 0-d
-    tensor, taken in x's dtype (its gradient is the sum over the filled places)."""
+    """x with `value` where the bool `mask` holds, the two broadcast together (PyTorch's
+    out-of-place masked_fill: a larger mask gives a larger result; `masked_fill_` writes into x
+    and takes a mask that broadcasts to x alone); `value` is a number or a 0-d tensor, taken in
+    x's dtype (its gradient is the sum over the filled places)."""
     mask = as_tensor(mask)
     if mask.dtype != np.bool_:
         raise OpError(f"masked_fill: the mask must be a bool tensor, received {mask.dtype}")
-    result = apply("where", mask, fill_value("masked_fill", x, value), x)
-    if result.shape != x.shape:
-        raise OpError(f"masked_fill: the mask {mask.shape} must broadcast to the tensor's shape "
-                      f"{x.shape}")
-    return result
+    return apply("where", mask, fill_value("masked_fill", x, value), x)
 
 
 def fill_value(op: str, x: Tensor, value: Any) -> Tensor:
@@ -114,6 +121,12 @@ def topk(x: Tensor, k: int, dim: Any = None, largest: bool = True, sorted: bool 
     k = kw.integer("topk", "k", k)
     if not 0 <= k <= size:
         raise OpError(f"topk: k={k} is outside 0..{size} (the size of dim {at})")
+    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor: (the value, index 0), as PyTorch
+        if k == 0:
+            raise OpError("topk: k=0 of a 0-d tensor (PyTorch gives the value itself, as for "
+                          "k=1); give k=1")
+        values, indices = topk(x.reshape(1), 1, 0, largest, sorted)
+        return ValuesIndices(values.reshape(()), indices.reshape(()))
     values, indices = apply("topk", x, k=k, axis=at,
                             largest=int(kw.flag("topk", "largest", largest)))
     return ValuesIndices(values, indices)
@@ -124,6 +137,9 @@ def sort(x: Tensor, dim: Any = None, descending: bool = False, stable: bool = Fa
     """(values, indices) sorted along `dim`; equal values always keep their order (PyTorch's
     stable=True, which its default allows)."""
     at = kw.one_dim("sort", dim, axis, x.ndim, default=-1)
+    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor: (the value, index 0), as PyTorch
+        values, indices = sort(x.reshape(1), 0, descending, stable)
+        return ValuesIndices(values.reshape(()), indices.reshape(()))
     values, indices = apply("sort", x, axis=at,
                             descending=int(kw.flag("sort", "descending", descending)))
     return ValuesIndices(values, indices)

@@ -45,7 +45,8 @@ def transpose(x: Tensor, *dims: Any) -> Tensor:
                       f"transpose(axes)) use permute(...); to reverse them, .T")
     a, b = (kw.axis("transpose", d, x.ndim) for d in dims)
     order = list(range(x.ndim))
-    order[a], order[b] = order[b], order[a]
+    if order:  # (a 0-d tensor takes dims 0 and -1 and stays as it is, as in PyTorch)
+        order[a], order[b] = order[b], order[a]
     return apply("transpose", x, perm=tuple(order))
 
 
@@ -79,7 +80,7 @@ def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
     order = [n for n in range(x.ndim) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return apply("transpose", x, perm=tuple(order))
+    return apply("transpose", x, perm=tuple(order[:x.ndim]))  # (0-d: dim 0 or -1, as it is)
 
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
@@ -123,6 +124,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    kw.has_dims("unflatten", x.ndim)
     axis = kw.axis("unflatten", dim, x.ndim)
     sizes = list(sizes_of("unflatten", (sizes,)))
     if sizes.count(-1) == 1:
@@ -179,6 +181,7 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     """PyTorch's narrow: `length` entries of `dim` from `start` (negative counts from the end,
     and is kept so, so a trace counts from the end at any size). A start or length read from a
     symbolic axis (a SymInt) is a bound the graph computes."""
+    kw.has_dims("narrow", x.ndim)
     axis = kw.axis("narrow", dim, x.ndim)
     size = x._data.shape[axis]
     if live(start) or live(length):

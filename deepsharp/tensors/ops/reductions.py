@@ -109,10 +109,11 @@ def _freedom(a: np.ndarray, axes: tuple[int, ...], correction: float) -> np.ndar
 
 @primitive("logsumexp")
 class LogSumExp:
-    """log(sum(exp(a))) over the axes, computed from the largest entry (stable)."""
+    """log(sum(exp(a))) over the axes, computed from the largest entry (stable); over empty
+    axes -inf (the log of an empty sum), as PyTorch."""
 
     def forward(a, *, axes, keepdims):
-        top = a.max(axis=axes, keepdims=True)
+        top = a.max(axis=axes, keepdims=True, initial=-np.inf)
         top = np.where(np.isfinite(top), top, 0)
         with np.errstate(divide="ignore"):
             out = np.log(np.exp(a - top).sum(axis=axes, keepdims=True)) + top
