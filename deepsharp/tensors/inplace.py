@@ -58,7 +58,8 @@ def _bases(tensor: Tensor) -> list[Tensor]:
 
 def assign(tensor: Tensor, index: Any, value: Any, what: str) -> Tensor:
     """tensor[index] = value (numpy's meaning), recorded when it must be."""
-    value = as_tensor(value, like=tensor._data)
+    given = as_tensor(value, like=tensor._data)
+    value = _without_leading_ones(given)
     if not _recorded(tensor, value):
         with _writable(tensor, what):
             parts = torch_order(index)
@@ -71,7 +72,7 @@ def assign(tensor: Tensor, index: Any, value: Any, what: str) -> Tensor:
     _check_writable(tensor, what)
     mask = _bool_mask(index)
     if mask is not None:
-        return _rebase(tensor, _masked(tensor, mask, _cast(value, tensor, what), what), what)
+        return _rebase(tensor, _masked(tensor, mask, _cast(given, tensor, what), what), what)
     arrays = _index_arrays(index)
     if arrays is not None:  # x[i, j] = v: numpy's meaning is index_put's
         old = _stand_in(tensor, share=True)
@@ -87,6 +88,18 @@ def assign(tensor: Tensor, index: Any, value: Any, what: str) -> Tensor:
     old = _stand_in(tensor, share=True)
     return _rebase(tensor, apply("setitem", old, value, starts=starts, stops=stops, steps=steps),
                    what)
+
+
+def _without_leading_ones(value: Tensor) -> Tensor:
+    """The value with its leading axes of size 1 dropped: broadcasting puts them back, so they
+    never change where a write's values go, and PyTorch takes a value with more of them than the
+    region written has axes (x[0] = v of shape (1,), v of shape (1, n) into n places), where
+    numpy refuses some. Only axes that are 1 at every size (not symbolic ones) are dropped."""
+    shape = value.shape
+    lead = 0
+    while lead < len(shape) and type(shape[lead]) is int and shape[lead] == 1:
+        lead += 1
+    return apply("reshape", value, shape=tuple(shape[lead:])) if lead else value
 
 
 def update(tensor: Tensor, op: str, other: Any, what: str) -> Tensor:

@@ -110,6 +110,30 @@ def test_a_row_mask_writes_one_value_per_trailing_position():
     np.testing.assert_array_equal(x.grad[1], np.ones(4))
 
 
+@pytest.mark.parametrize("index, place, shape", [
+    (1, np.s_[1], (1,)),                                   # into one place (numpy refuses it)
+    (1, np.s_[1], (1, 1)),
+    (np.s_[0:2], np.s_[0:2], (1, 1, 2)),
+    (np.array([2, 0]), np.s_[[2, 0]], (1, 2)),             # index_put's positions
+])
+@pytest.mark.parametrize("recorded", [False, True])
+def test_a_value_with_more_leading_ones_than_the_region_writes_as_pytorch(index, place, shape,
+                                                                          recorded):
+    """PyTorch takes a value with leading axes of size 1 beyond the region's rank (its copy_
+    broadcasts them away): y[1] = v of shape (1,), y[i] = v of shape (1, len(i))."""
+    base, values = normal(4), normal(*shape)
+    v = leaf(values) if recorded else Tensor(values)
+    y = Tensor(base) * 1.0
+    y[Tensor(index) if isinstance(index, np.ndarray) else index] = v
+    expected = base.copy()
+    expected[place] = values.reshape(np.shape(expected[place]))
+    np.testing.assert_array_equal(y.numpy(), expected)
+    if recorded:
+        weights = normal(4)
+        (y * weights).sum().backward()
+        np.testing.assert_array_equal(v.grad, weights[place].reshape(shape))
+
+
 @pytest.mark.parametrize("method, formula, gx, gw", [
     ("add_", lambda a, w: a + w, lambda a, w: np.ones_like(a), lambda a, w: np.ones_like(w)),
     ("sub_", lambda a, w: a - w, lambda a, w: np.ones_like(a), lambda a, w: -np.ones_like(w)),

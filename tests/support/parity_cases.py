@@ -521,4 +521,8 @@ CASES: list[P] = [
     P("softmax-empty-axis", "x.softmax", [N(0, 3)], (I(0), 0), op="softmax"),
     P("log-softmax-empty-axis", "F.log_softmax", [N(2, 0)], (I(0), 1), op="log_softmax"),
     P("logsumexp-empty-axis", "x.logsumexp", [N(0, 3)], (I(0), 0), op="logsumexp"),
+    P("softmax-of-0d", "x.softmax", [N()], (I(0), 0), op="softmax"),
+    P("log-softmax-of-0d", "x.log_softmax", [N()], (I(0), -1), op="log_softmax"),
+    P("softmax-along-a-full-axis-of-an-empty-tensor", "x.softmax", [N(0, 3)], (I(0), 1),
+      op="softmax"),
 ]

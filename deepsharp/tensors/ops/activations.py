@@ -258,7 +258,7 @@ def _softmax(a: np.ndarray, axis: int) -> np.ndarray:
 @primitive("softmax")
 class Softmax:
     def forward(a, *, axis):
-        out = _softmax(a, axis) if a.shape[axis] else a.copy()  # an empty axis: as PyTorch
+        out = a.copy() if 0 in a.shape else _softmax(a, axis)  # nothing to weigh: as PyTorch
         return out, out
 
     def backward(grad, out, a, *, axis):
@@ -268,7 +268,7 @@ class Softmax:
 @primitive("log_softmax")
 class LogSoftmax:
     def forward(a, *, axis):
-        if not a.shape[axis]:  # an empty axis: an empty answer, as PyTorch's
+        if 0 in a.shape:  # nothing to weigh: an empty answer, as PyTorch's
             return a.copy(), a.copy()
         shifted = a - a.max(axis=axis, keepdims=True)
         out = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
