@@ -266,7 +266,8 @@ def shape_change(g) -> Call:
         return _method(name, [x], d)
     if name in ("tril", "triu"):
         kind = "normal" if x.dtype.kind == "f" else "int"
-        return _method(name, [_array(g, shape + (3,) * max(0, 2 - rank), kind)], int(g.integers(-2, 3)))
+        matrix = _array(g, shape + (3,) * max(0, 2 - rank), kind)
+        return _method(name, [matrix], int(g.integers(-2, 3)))
     if name == "diagonal":
         x = _array(g, shape + (3,) * max(0, 2 - rank), "normal")
         a, b = (int(v) for v in g.permutation(x.ndim)[:2])

@@ -172,10 +172,10 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
     if len(shifts) != len(dims):
         raise OpError(f"roll: {len(shifts)} shifts for {len(dims)} dims; give one shift per dim")
+    kw.has_dims("roll", x.ndim)
     for shift, dim in zip(shifts, dims):
         if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)):
             raise OpError(f"roll: shifts must be integers, received {shift!r}")
-        kw.has_dims("roll", x.ndim)
         x = _roll_one(x, int(shift), kw.axis("roll", dim, x.ndim))
     return x
 
