@@ -4,10 +4,14 @@ trip with byte-identical re-export, and training again."""
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
 import pytest
 
-from deepsharp import Sequential, Shape
-from tests.support import check_layer
+from deepsharp import MeanSquaredError, Sequential, Shape
+from deepsharp_export_onnx import OnnxExport
+from tests.support import assert_round_trip, check_layer, run_ort
 
 IMAGE = Shape(6, 6, 2)
 SERIES = Shape(7, 2)
@@ -96,3 +100,22 @@ CASES = [
 def test_layer_everywhere(spec, shape, lengths):
     trainable = spec.lower(shape).parameter_count() > 0  # a pool alone has nothing to train
     check_layer(spec, shape, lengths=lengths, train_again=trainable)
+
+
+@pytest.mark.parametrize("spec", [Sequential().global_avg_pool(),
+                                  Sequential().dense(4).global_avg_pool(keep_axes=True)],
+                         ids=["dropped", "kept"])
+def test_a_global_mean_over_a_series_of_no_steps_is_nan_in_the_graph_as_in_the_network(spec):
+    """ONNX Runtime's ReduceMean over an empty axis gives 0, numpy's mean NaN (0 / 0): over a
+    series' free length the writer divides the sum by the count read from the shape, and the
+    importer reads that back as the global pool."""
+    network = spec.lower(SERIES)
+    data = OnnxExport(SERIES).to_bytes(network, MeanSquaredError())
+    empty = np.zeros((2, 0, SERIES[-1]), np.float32)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = network.predict(empty, MeanSquaredError())
+    assert np.isnan(expected).all()
+    assert np.isnan(run_ort(data, empty)).all()
+    series = np.random.default_rng(0).standard_normal((3, 7, SERIES[-1])).astype(np.float32)
+    assert_round_trip(data, network, MeanSquaredError(), series)

@@ -6,10 +6,13 @@
   -> Gelu(approximate="tanh");
 - LayerNorm below 17: Sub(x, ReduceMean(x)), its square (Pow 2 or Mul by itself), ReduceMean,
   Add epsilon, Sqrt, Div (or Mul by the Reciprocal), then Mul by a scale and Add of a bias (each
-  optional) -> LayerNormalization over the axes reduced, ending on the last.
+  optional) -> LayerNormalization over the axes reduced, ending on the last;
+- a mean over axes of a free size, as deepsharp writes it so that no values give NaN:
+  Div(ReduceSum(x, axes), Cast(ReduceProd(Gather(Shape(x), axes)))) -> ReduceMean(x, axes).
 
-A fused node is named after the first node of its pattern and gives the last one's output name;
-every value inside the pattern must be read only inside it.
+A fused node is named after the first node of its pattern (the mean: after its Div, the node
+the writer names after the layer) and gives the last one's output name; every value inside the
+pattern must be read only inside it.
 """
 
 from __future__ import annotations
@@ -210,6 +213,51 @@ def fuse_layer_norm(g: Graph) -> bool:
     return changed
 
 
+# -- mean ---------------------------------------------------------------------------------------------
+def _attr(node: onnx.NodeProto, name: str, default=None):
+    found = [a for a in node.attribute if a.name == name]
+    return helper.get_attribute_value(found[0]) if found else default
+
+
+def _mean_at(g: Graph, div: onnx.NodeProto):
+    """(x, axes, keepdims, nodes) where this Div is ReduceSum(x, axes) over the count of those
+    axes read from x's shape, Cast(ReduceProd(Gather(Shape(x), axes), [0])), else None."""
+    total, count = (g.producer(v) for v in div.input)
+    if total is None or total.op_type != "ReduceSum" or count is None or count.op_type != "Cast":
+        return None
+    x, dims = total.input[0], g.dims.get(total.input[0])
+    product = g.producer(count.input[0])
+    if dims is None or _attr(count, "to") != g.elem_type(x) or product is None \
+            or product.op_type != "ReduceProd" or _attr(product, "keepdims", 1) != 0 \
+            or g.axes(product) not in ([0], [-1]):
+        return None
+    sizes = g.producer(product.input[0])
+    shape = g.producer(sizes.input[0]) if sizes is not None and sizes.op_type == "Gather" else None
+    picked = g.constant(sizes.input[1]) if shape is not None else None
+    if picked is None or _attr(sizes, "axis", 0) != 0 or shape.op_type != "Shape" \
+            or shape.input[0] != x or shape.attribute:  # (Shape's start and end: not written)
+        return None
+    rank, axes = len(dims), g.axes(total)
+    counted = [int(a) % rank for a in picked.reshape(-1)]
+    if axes is None or sorted(a % rank for a in axes) != sorted(set(counted)) \
+            or len(counted) != len(set(counted)):
+        return None
+    return x, axes, _attr(total, "keepdims", 1), [total, shape, sizes, product, count, div]
+
+
+def fuse_mean(g: Graph) -> bool:
+    changed = False
+    for div in [n for n in g.nodes if n.op_type == "Div" and len(n.input) == 2]:
+        found = _mean_at(g, div)
+        if found is None or not _inside(g, found[3], div.output[0]):
+            continue
+        x, axes, keep, nodes = found
+        g.replace(nodes, g.make("ReduceMean", [x], [div.output[0]], div.name, axes=axes,
+                                keepdims=keep))
+        changed = True
+    return changed
+
+
 def _inside(g: Graph, nodes: list[onnx.NodeProto], out: str) -> bool:
     """Every value the pattern makes, but its output, is read only by the pattern's nodes."""
     ids = {id(n) for n in nodes}
@@ -222,4 +270,4 @@ def _inside(g: Graph, nodes: list[onnx.NodeProto], out: str) -> bool:
     return True
 
 
-FUSIONS: list[Callable[[Graph], bool]] = [fuse_gelu, fuse_layer_norm]
+FUSIONS: list[Callable[[Graph], bool]] = [fuse_gelu, fuse_layer_norm, fuse_mean]

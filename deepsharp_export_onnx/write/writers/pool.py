@@ -9,6 +9,8 @@ adaptive pools are refused by the exporter, by the step's own `mask_refusal`."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from deepsharp.layers.attention_pool import AttentionPoolStep
 from deepsharp.layers.pool import AdaptivePoolStep, GlobalPoolStep, PoolStep
 from deepsharp_export_onnx.compositions import adaptive_pool_over_length
@@ -44,15 +46,30 @@ def write_global_pool(step: GlobalPoolStep, x: Value, w: Writing) -> Value:
     first = x.order is Order.CHANNELS_FIRST
     channel = 1 if first else x.rank - 1
     keep = step.spec.keep_axes
+    axes = [i for i in range(1, x.rank) if i != channel]
+    free = reduce == "ReduceMean" and any(isinstance(x.dims[a], str) for a in axes)
     if keep:
         dims = tuple(d if i in (0, channel) else 1 for i, d in enumerate(x.dims))
-        if first:
+        if first and not free:
             return w.value(w.node(whole, [x.name]), dims, x)
     else:
         dims = (x.dims[0], x.dims[channel])
-    axes = [i for i in range(1, x.rank) if i != channel]
-    y = w.node(reduce, [x.name], {"axes": axes, "keepdims": int(keep)})
+    y = (_mean_over_free_places(w, x, axes, int(keep)) if free
+         else w.node(reduce, [x.name], {"axes": axes, "keepdims": int(keep)}))
     return w.value(y, dims, x, order=x.order if keep else Order.CHANNELS_LAST)
+
+
+def _mean_over_free_places(w: Writing, x: Value, axes: list[int], keep: int) -> str:
+    """The mean over places that include a series' free length: the sum over their count read
+    from the shape, so that a series of no steps gives NaN (0 / 0), as the network does (numpy's
+    mean), where ONNX Runtime's ReduceMean and GlobalAveragePool give 0."""
+    total = w.node("ReduceSum", [x.name], {"axes": axes, "keepdims": keep}, suffix="total")
+    shape = w.node("Shape", [x.name], suffix="shape")
+    sizes = w.node("Gather", [shape, w.constant("places", np.asarray(axes, np.int64))],
+                   {"axis": 0}, suffix="places")
+    count = w.node("ReduceProd", [sizes], {"axes": [0], "keepdims": 0}, suffix="count")
+    count = w.node("Cast", [count], {"to": x.elem_type}, suffix="count_float")
+    return w.node("Div", [total, count])
 
 
 def _write_masked_global_pool(step: GlobalPoolStep, x: Value, w: Writing) -> Value:
