@@ -24,7 +24,7 @@ from deepsharp.tensors.api.build import (  # noqa: F401
     arange, full, full_like, ones, ones_like, zeros, zeros_like,
 )
 from deepsharp.tensors.api.einsum import einsum  # noqa: F401
-from deepsharp.tensors.api.elementwise import clamp  # noqa: F401
+from deepsharp.tensors.api.elementwise import bitwise, clamp  # noqa: F401
 from deepsharp.tensors.api.join import (  # noqa: F401
     cat, chunk, concat, concatenate, repeat_interleave, roll, split, stack, tile, unbind,
 )
@@ -124,6 +124,27 @@ logical_and = _primitive("logical_and", "a and b, non-zero read as True.")
 logical_or = _primitive("logical_or", "a or b, non-zero read as True.")
 logical_xor = _primitive("logical_xor", "a xor b, non-zero read as True.")
 logical_not = _primitive("logical_not", "not a, non-zero read as True.")
+
+
+def bitwise_and(a: Any, b: Any) -> Tensor:
+    """PyTorch's torch.bitwise_and (`a & b`): bitwise on integers, logical on bools."""
+    return bitwise("&", a, b)
+
+
+def bitwise_or(a: Any, b: Any) -> Tensor:
+    """PyTorch's torch.bitwise_or (`a | b`)."""
+    return bitwise("|", a, b)
+
+
+def bitwise_xor(a: Any, b: Any) -> Tensor:
+    """PyTorch's torch.bitwise_xor (`a ^ b`)."""
+    return bitwise("^", a, b)
+
+
+def bitwise_not(a: Any) -> Tensor:
+    """PyTorch's torch.bitwise_not (`~a`): -a - 1 on integers, not on bools."""
+    return bitwise("~", a)
+
 remainder = _primitive("remainder", "a % b as Python's and PyTorch's (the sign of b).")
 fmod = _primitive("fmod", "C's fmod(a, b) (the sign of a).")
 floor_divide = _primitive("floor_divide", "a // b, rounded down (a zero gradient).")

@@ -44,6 +44,7 @@ FIRST: dict[str, int] = {
     "Conv": 1, "ConvTranspose": 1, "MaxPool": 8, "AveragePool": 7, "GlobalAveragePool": 1,
     "GlobalMaxPool": 1, "Pad": 2, "Resize": 11, "LSTM": 7, "GRU": 7,
     "ScatterElements": 11, "ScatterND": 11, "Size": 1, "Mod": 10,
+    "BitwiseAnd": 18, "BitwiseOr": 18, "BitwiseXor": 18, "BitwiseNot": 18,
 }
 
 # Nodes whose needs depend on their attributes: a function of the attributes giving the set.
@@ -96,6 +97,8 @@ BY_TYPE: dict[str, dict[str, int | None]] = {
     "Gelu": {"double": None, **_FLOAT_ONLY}, "Erf": {"double": None, **_FLOAT_ONLY},
     "Floor": _FLOAT_ONLY, "Ceil": _FLOAT_ONLY, "Round": _FLOAT_ONLY, "IsNaN": _FLOAT_ONLY,
     "IsInf": _FLOAT_ONLY, "Mod": _NUMERIC,
+    **{op: {"float": None, "double": None, "bool": None}  # integers only
+       for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot")},
     **{op: {"double": None, **_FLOAT_ONLY}  # float32 kernels only
        for op in ("Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")}, "ReduceL1": _NUMERIC, "ReduceL2": _NUMERIC,
 }

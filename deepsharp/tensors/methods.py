@@ -118,19 +118,25 @@ class TensorMethods:
     def logical_xor(self, other): return _apply("logical_xor", self, other)
     def logical_not(self): return _apply("logical_not", self)
 
-    def _logic(self, op: str, symbol: str, other: Any = None, reflected: bool = False) -> Any:
-        api.elementwise.bool_only(symbol, self, other)
+    def _bits(self, symbol: str, other: Any = None, reflected: bool = False) -> Any:
         if other is None:
-            return _apply(op, self)
-        return _apply(op, other, self) if reflected else _apply(op, self, other)
+            return api.elementwise.bitwise(symbol, self)
+        if not api.elementwise.comparable(other):
+            return NotImplemented
+        pair = (other, self) if reflected else (self, other)
+        return api.elementwise.bitwise(symbol, *pair)
 
-    def __and__(self, other): return self._logic("logical_and", "&", other)
-    def __rand__(self, other): return self._logic("logical_and", "&", other, True)
-    def __or__(self, other): return self._logic("logical_or", "|", other)
-    def __ror__(self, other): return self._logic("logical_or", "|", other, True)
-    def __xor__(self, other): return self._logic("logical_xor", "^", other)
-    def __rxor__(self, other): return self._logic("logical_xor", "^", other, True)
-    def __invert__(self): return self._logic("logical_not", "~")
+    def __and__(self, other): return self._bits("&", other)
+    def __rand__(self, other): return self._bits("&", other, True)
+    def __or__(self, other): return self._bits("|", other)
+    def __ror__(self, other): return self._bits("|", other, True)
+    def __xor__(self, other): return self._bits("^", other)
+    def __rxor__(self, other): return self._bits("^", other, True)
+    def __invert__(self): return self._bits("~")
+    def bitwise_and(self, other): return self._bits("&", other)
+    def bitwise_or(self, other): return self._bits("|", other)
+    def bitwise_xor(self, other): return self._bits("^", other)
+    def bitwise_not(self): return self._bits("~")
 
     def where(self, condition, other): return api.select.where(condition, self, other)
     def masked_fill(self, mask, value): return api.select.masked_fill(self, mask, value)

@@ -30,6 +30,7 @@ PROMOTES: dict[str, tuple[int, ...] | None] = {
     "equal": (0, 1), "not_equal": (0, 1), "less": (0, 1), "less_equal": (0, 1),
     "greater": (0, 1), "greater_equal": (0, 1),
     "remainder": (0, 1), "fmod": (0, 1), "floor_divide": (0, 1),
+    "bitwise_and": (0, 1), "bitwise_or": (0, 1), "bitwise_xor": (0, 1),
     "clamp": (0, 1, 2),  # x with its tensor or number bounds (int64 clamped by 0.5: float32)
     "concat": None,  # every operand (cat, stack: PyTorch's float32 of float32 and int64)
 }

@@ -105,6 +105,15 @@ for _name, _op in (("logical_and", "And"), ("logical_or", "Or"), ("logical_xor",
     writes_primitive(_name, dims=dims.elementwise)(_logical(_op))
 
 
+def _bitwise(op_type: str):
+    return lambda emit, inputs, attrs, ranks: emit(op_type, emit.promoted(inputs))
+
+
+for _name, _op in (("bitwise_and", "BitwiseAnd"), ("bitwise_or", "BitwiseOr"),
+                   ("bitwise_xor", "BitwiseXor"), ("bitwise_not", "BitwiseNot")):
+    writes_primitive(_name, dims=dims.elementwise)(_bitwise(_op))
+
+
 # -- functions -------------------------------------------------------------------------------------
 @writes_primitive("sign", dims=dims.elementwise)
 def _sign(emit, inputs, attrs, ranks):

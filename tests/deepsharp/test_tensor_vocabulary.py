@@ -77,8 +77,10 @@ def test_pytorch_and_numpy_keywords_mean_the_same():
     (lambda: F.einsum("ij", X), "names 2 axes of an operand of rank 3"),
     (lambda: F.einsum("i1", X[0]), "subscripts must be letters"),
     (lambda: F.einsum("ij->ii", X[0]), "must name distinct letters"),
-    (lambda: X & X, "supported on bool tensors only"),
-    (lambda: ~Tensor(np.arange(3)), "supported on bool tensors only"),
+    (lambda: X & X, "& on a float32 tensor: PyTorch's bitwise operators take integers and "
+                    "bools only"),
+    (lambda: ~X, "~ on a float32 tensor: PyTorch's bitwise operators take integers"),
+    (lambda: Tensor(np.arange(3)) | 0.5, "\\| on 0.5: PyTorch's bitwise operators take"),
     (lambda: X.to("cuda"), "CPU only"),
     (lambda: X.to("half-float"), "is not a numpy dtype"),
     (lambda: X[0, 0].tril(), "tril: needs a tensor of rank 2 or more"),

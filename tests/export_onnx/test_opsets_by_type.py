@@ -17,7 +17,8 @@ ELEM = {"float": TensorProto.FLOAT, "double": TensorProto.DOUBLE, "int": TensorP
         "bool": TensorProto.BOOL}
 NUMPY = {"float": np.float32, "double": np.float64, "int": np.int64, "bool": np.bool_}
 BINARY = {"Max", "Min", "Add", "Sub", "Mul", "Div", "Less", "Greater", "LessOrEqual",
-          "GreaterOrEqual", "Pow", "MatMul", "Gemm", "Einsum", "Mod"}
+          "GreaterOrEqual", "Pow", "MatMul", "Gemm", "Einsum", "Mod", "BitwiseAnd", "BitwiseOr",
+          "BitwiseXor"}
 
 
 def _node_inputs(op: str, kind: str):

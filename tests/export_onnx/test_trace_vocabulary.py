@@ -92,6 +92,11 @@ CASES = [
     ("and-or-xor-not", lambda flag, mask: (flag & mask) | (~flag ^ mask), FM, B, "Xor"),
     ("logical-and-of-floats", lambda x, y: F.logical_and(x, y > 0), XY, B, "And"),
     ("logical-not-of-ints", lambda i: i.logical_not(), {"i": ("batch", 4)}, B, "Not"),
+    # bitwise on integers (operator set 18), a bool operand and a number promoted to them
+    ("bitwise-and-or-of-ints", lambda i, j: (i & j) | (j & 6), IJ, B, "BitwiseOr"),
+    ("bitwise-xor-not-of-ints", lambda i, j: ~i ^ j.bitwise_not(), IJ, B, "BitwiseXor"),
+    ("bitwise-of-an-int-and-a-bool", lambda i, flag: F.bitwise_and(i, flag) + (flag ^ 3),
+     {"i": ("batch", 4), "flag": ("batch", 4)}, B, "BitwiseAnd"),
     # where and masked_fill at every result type
     ("where-float", lambda flag, x: F.where(flag, x, -1.0),
      {"flag": ("batch", 4), "x": ("batch", 4)}, B, "Where"),

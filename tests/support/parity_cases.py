@@ -525,4 +525,17 @@ CASES: list[P] = [
     P("log-softmax-of-0d", "x.log_softmax", [N()], (I(0), -1), op="log_softmax"),
     P("softmax-along-a-full-axis-of-an-empty-tensor", "x.softmax", [N(0, 3)], (I(0), 1),
       op="softmax"),
+    # bitwise operators on integers (logical on bools), a bool or a number promoted to them
+    P("bitwise-and", "x.__and__", [Int(-8, 8, 3, 4), Int(-8, 8, 4)], op="bitwise_and"),
+    P("bitwise-and-reflected-number", "x.__rand__", [Int(-8, 8, 5)], (I(0), 6),
+      op="bitwise_and"),
+    P("bitwise-or-number", "x.__or__", [Int(-8, 8, 5)], (I(0), -3), op="bitwise_or"),
+    P("bitwise-xor-of-a-bool-and-an-int", "torch.bitwise_xor", [Bool(3, 1), Int(-8, 8, 3, 2)],
+      op="bitwise_xor"),
+    P("bitwise-and-of-bools", "torch.bitwise_and", [Bool(4), Bool(4)], op="bitwise_and"),
+    P("bitwise-not", "torch.bitwise_not", [Int(-8, 8, 5)], op="bitwise_not"),
+    P("bitwise-not-method", "x.bitwise_not", [Int(-8, 8, 2, 3)], op="bitwise_not"),
+    P("invert-of-ints", "x.__invert__", [Int(-8, 8, 2, 3)], op="bitwise_not"),
+    P("bitwise-or-method-with-true", "x.bitwise_or", [Int(-8, 8, 4)], (I(0), True),
+      op="bitwise_or"),
 ]

@@ -48,11 +48,23 @@ def comparable(other: Any) -> bool:
     return isinstance(other, (Tensor, np.ndarray, np.generic, int, float, bool, list, tuple))
 
 
-def bool_only(op: str, a: Tensor, b: Any = None) -> None:
-    """`&`, `|`, `^` and `~` are logical on bool tensors (PyTorch's bitwise operators on integer
-    tensors are not supported)."""
-    for t in (a, b):
-        if t is not None and as_tensor(t).dtype != np.bool_:
-            raise OpError(f"{op} on a {as_tensor(t).dtype} tensor: the operators & | ^ ~ are "
-                          f"supported on bool tensors only (PyTorch's bitwise meaning on integers "
-                          f"is not); use logical_and/or/xor/not, which read non-zero as True")
+BITWISE = {"&": ("bitwise_and", "logical_and"), "|": ("bitwise_or", "logical_or"),
+           "^": ("bitwise_xor", "logical_xor"), "~": ("bitwise_not", "logical_not")}
+
+
+def bitwise(symbol: str, *operands: Any) -> Tensor:
+    """PyTorch's `&`, `|`, `^` and `~` (and `bitwise_and`, ...): logical where every operand is a
+    bool tensor or a bool (the result a bool tensor), else bitwise on integers, the operands
+    promoted together as PyTorch promotes them (a bool reads as 0 or 1; a Python integer takes
+    the tensor's type); a float operand is refused, as PyTorch refuses it."""
+    tensors = [as_tensor(t) for t in operands]
+    for given, t in zip(operands, tensors):
+        if t.dtype.kind not in "biu" or isinstance(given, float):
+            what = f"a {t.dtype} tensor" if isinstance(given, Tensor) else repr(given)
+            raise OpError(f"{symbol} on {what}: PyTorch's bitwise operators take integers and "
+                          f"bools only (for the truth of floats use logical_and/or/xor/not, "
+                          f"which read non-zero as True)")
+    bitwise_op, logical_op = BITWISE[symbol]
+    if all(t.dtype == np.bool_ for t in tensors):
+        return apply(logical_op, *operands)
+    return apply(bitwise_op, *operands)

@@ -34,3 +34,17 @@ class LogicalNot:
     def forward(a):
         return np.logical_not(a), None
 
+
+# PyTorch's bitwise operators on integers (and bools), the operands promoted to one type first
+# (deepsharp.tensors.promotion): two's complement bits, numpy's and PyTorch's alike
+BITWISE = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+           "bitwise_xor": np.bitwise_xor}
+for _name, _fn in BITWISE.items():
+    primitive(_name, differentiable=False)(_binary(_fn))
+
+
+@primitive("bitwise_not", differentiable=False)
+class BitwiseNot:
+    def forward(a):
+        return np.invert(a), None
+
