@@ -103,6 +103,11 @@ CASES = [
     ("where-int", lambda flag, i: F.where(flag, i, 7), {"flag": ("batch", 4), "i": ("batch", 4)},
      B, "Where"),
     ("where-bool", lambda flag, mask: F.where(flag, mask, ~mask), FM, B, "Or"),
+    ("dims-of-a-0d-tensor", lambda x: {"a": x.sum().max(0)[0] + x.sum().sort(0)[0]
+                                       + x.sum().topk(1)[0] + x.sum().transpose(0, -1),
+                                       "i": x.sum().min(-1, keepdim=True)[1]}, X, B, "TopK"),
+    ("masked-fill-by-a-larger-mask", lambda x, flag: x[:, :1].masked_fill(flag, 0.5),
+     {"x": ("batch", 4), "flag": ("batch", 4)}, B, "Where"),
     ("masked-fill-float", lambda x: x.masked_fill(x < 0, 0.5), X, B, "Where"),
     ("masked-fill-int", lambda i, flag: i.masked_fill(flag, -9),
      {"i": ("batch", 4), "flag": ("batch", 4)}, B, "Where"),
