@@ -48,8 +48,8 @@ def comparable(other: Any) -> bool:
     return isinstance(other, (Tensor, np.ndarray, np.generic, int, float, bool, list, tuple))
 
 
-BITWISE = {"&": ("bitwise_and", "logical_and"), "|": ("bitwise_or", "logical_or"),
-           "^": ("bitwise_xor", "logical_xor"), "~": ("bitwise_not", "logical_not")}
+SYMBOLS = {"&": ("bitwise_and", "logical_and"), "|": ("bitwise_or", "logical_or"),
+           "^": ("bitwise_xor", "logical_xor"), "~": ("bitwise_not", "logical_not")}  # (PyTorch's)
 
 
 def bitwise(symbol: str, *operands: Any) -> Tensor:
@@ -64,7 +64,7 @@ def bitwise(symbol: str, *operands: Any) -> Tensor:
             raise OpError(f"{symbol} on {what}: PyTorch's bitwise operators take integers and "
                           f"bools only (for the truth of floats use logical_and/or/xor/not, "
                           f"which read non-zero as True)")
-    bitwise_op, logical_op = BITWISE[symbol]
+    bitwise_op, logical_op = SYMBOLS[symbol]
     if all(t.dtype == np.bool_ for t in tensors):
         return apply(logical_op, *operands)
     return apply(bitwise_op, *operands)

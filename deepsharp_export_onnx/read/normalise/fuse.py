@@ -7,7 +7,8 @@
 - LayerNorm below 17: Sub(x, ReduceMean(x)), its square (Pow 2 or Mul by itself), ReduceMean,
   Add epsilon, Sqrt, Div (or Mul by the Reciprocal), then Mul by a scale and Add of a bias (each
   optional) -> LayerNormalization over the axes reduced, ending on the last;
-- a mean over axes of a free size, as deepsharp writes it so that no values give NaN:
+- a mean over axes of a free size, as deepsharp writes it (so that a mean over no values is
+  NaN, 0 / 0, where ONNX Runtime's ReduceMean gives 0):
   Div(ReduceSum(x, axes), Cast(ReduceProd(Gather(Shape(x), axes)))) -> ReduceMean(x, axes).
 
 A fused node is named after the first node of its pattern (the mean: after its Div, the node
