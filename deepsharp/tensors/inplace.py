@@ -79,15 +79,69 @@ def assign(tensor: Tensor, index: Any, value: Any, what: str) -> Tensor:
         return _rebase(tensor, apply("index_put", old, _cast(value, tensor, what), *arrays,
                                      accumulate=0), what)
     if is_advanced(index):
-        raise refuse_write(tensor, f"{what}: writing through integer index arrays mixed with "
-                           f"slices or None is not recorded; write through integer arrays alone "
-                           f"(x[i, j] = v, as index_put), slices and integers, a boolean mask, or "
-                           f"under no_grad()")
+        through = _through_a_view(tensor, index)
+        if through is None:
+            raise refuse_write(tensor, f"{what}: writing through boolean masks mixed with other "
+                               f"indices is not recorded; write through integer arrays (with "
+                               f"slices, integers and None), a boolean mask alone, or under "
+                               f"no_grad()")
+        view, arrays, region, order = through
+        arranged = apply("transpose", apply("expand", _cast(value, tensor, what), shape=region),
+                         perm=order)
+        assign(view, arrays, arranged, what)
+        return tensor
     starts, stops, steps, out_shape, kinds = basic_index(tensor.shape, index)
     value = _region_value(_cast(value, tensor, what), out_shape, kinds, tensor.shape, what)
     old = _stand_in(tensor, share=True)
     return _rebase(tensor, apply("setitem", old, value, starts=starts, stops=stops, steps=steps),
                    what)
+
+
+def _through_a_view(tensor: Tensor, index: Any):
+    """x[index] = v for integer arrays mixed with slices, integers, None and Ellipsis, as PyTorch
+    means it, as a write through a view: (view, arrays, region, order) where `view` is x with the
+    basic parts applied (an integer selects its axis first, as in PyTorch) and the arrays' axes
+    moved first, so that view[arrays] = v' is index_put's write into the leading axes; `region` is
+    the shape PyTorch's x[index] has (the arrays' broadcast block where the first array stood
+    when the arrays are next to each other, else first) and v' the value expanded to it with its
+    block moved first (`order`). None when the index holds a boolean mask."""
+    items = [np.asarray(i) if isinstance(i, list) else i
+             for i in (index if isinstance(index, tuple) else (index,))]
+    arrayish = [isinstance(i, (Tensor, np.ndarray)) for i in items]
+    if any(isinstance(i, (bool, np.bool_)) or a and i.dtype == np.bool_
+           for i, a in zip(items, arrayish)):
+        return None
+    # an integer, or a 0-d integer array, selects its axis first (PyTorch's order); read as a
+    # Python integer, so that the basic part is a view (a trace refuses reading it, by name)
+    items = [int(i._read("an index") if isinstance(i, Tensor) else i) if a and i.ndim == 0 else i
+             for i, a in zip(items, arrayish)]
+    arrayish = [isinstance(i, (Tensor, np.ndarray)) for i in items]
+    ellipsis = [k for k, (i, a) in enumerate(zip(items, arrayish)) if not a and i is Ellipsis]
+    if ellipsis:
+        consumed = sum(a or (i is not None and i is not Ellipsis) for i, a in zip(items, arrayish))
+        at = ellipsis[0]
+        items[at:at + 1] = [slice(None)] * (tensor.ndim - consumed)
+        arrayish[at:at + 1] = [False] * (tensor.ndim - consumed)
+    basic, arrays, places, axis = [], [], [], 0
+    for item, array in zip(items, arrayish):
+        basic.append(slice(None) if array else item)
+        if array:
+            arrays.append(item)
+            places.append(axis)
+        if array or not isinstance(item, (int, np.integer)):
+            axis += 1
+    view = tensor[tuple(basic)]
+    others = [a for a in range(view.ndim) if a not in places]
+    block = np.broadcast_shapes(*(tuple(np.shape(a._data if isinstance(a, Tensor) else a))
+                                  for a in arrays))
+    first = places[0] if places == list(range(places[0], places[-1] + 1)) else 0
+    region = ([view.shape[a] for a in others[:first]] + list(block)
+              + [view.shape[a] for a in others[first:]])
+    width = len(block)
+    order = (tuple(range(first, first + width)) + tuple(range(first))
+             + tuple(range(first + width, len(region))))
+    moved = apply("transpose", view, perm=tuple(places + others))
+    return moved, tuple(arrays), tuple(region), order
 
 
 def _without_leading_ones(value: Tensor) -> Tensor:

@@ -134,6 +134,50 @@ def test_a_value_with_more_leading_ones_than_the_region_writes_as_pytorch(index,
         np.testing.assert_array_equal(v.grad, weights[place].reshape(shape))
 
 
+def _in_pytorch_order(base, index, value):
+    """numpy's x[index] = value where it means what PyTorch means; with an integer between the
+    arrays (x[:, i, :, 0]: numpy moves the arrays' axes first, PyTorch selects with the integer
+    first and keeps them in place), the integer's view first, as PyTorch reads it."""
+    out = base.copy()
+    if len(index) == 4 and isinstance(index[-1], int):
+        out[..., 0][index[:3]] = value
+    else:
+        out[index] = value
+    return out
+
+
+@pytest.mark.parametrize("shape, index, vshape", [
+    ((3, 4), (slice(None), np.array([1, 3])), (3, 2)),
+    ((3, 4, 5), (slice(None), np.array([1, 3]), slice(1, 4)), (3, 2, 3)),
+    ((3, 4, 5), (np.array([0, 2]), slice(None), np.array([1, 4])), (2, 4)),  # apart: block first
+    ((3, 4, 5, 2), (slice(None), np.array([1, 3]), slice(None), 0), (3, 2, 5)),  # PyTorch's order
+    ((3, 4, 5), (Ellipsis, np.array([[1], [3]])), (3, 4, 2, 1)),
+    ((3, 4, 5), (slice(0, 2), np.array([[1, 2]]), np.array([[0], [4]])), (2, 2, 2)),
+    ((3, 4), (slice(None), np.array([1, 3])), (2,)),                  # broadcast over the region
+])
+def test_a_write_through_arrays_mixed_with_slices_is_recorded_as_pytorch_means_it(shape, index,
+                                                                                   vshape):
+    """The cases' results checked against PyTorch 2.13 once, by hand (values and both
+    gradients): the region is PyTorch's x[index], the value's gradient the upstream gradient of
+    the region summed to its shape, the old tensor's the rest."""
+    x, v = leaf(normal(*shape)), leaf(normal(*vshape))
+    y = x * 1.0
+    y[tuple(Tensor(i) if isinstance(i, np.ndarray) else i for i in index)] = v
+    np.testing.assert_array_equal(y.numpy(), _in_pytorch_order(x.numpy(), index, v.numpy()))
+    weights = normal(*shape)
+    (y * weights).sum().backward()
+    region = _in_pytorch_order(np.zeros(shape, np.float32), index, np.ones(vshape, np.float32))
+    np.testing.assert_allclose(x.grad, np.where(region == 1, 0, weights), rtol=1e-6)
+    assert v.grad.shape == vshape
+    assert_gradients(lambda a, b: _written(a, b, index, shape), [normal(*shape), normal(*vshape)])
+
+
+def _written(a, b, index, shape):
+    y = a * 1.0
+    y[tuple(Tensor(i) if isinstance(i, np.ndarray) else i for i in index)] = b
+    return (y * Tensor(np.arange(np.prod(shape), dtype=np.float32).reshape(shape))).sum()
+
+
 @pytest.mark.parametrize("method, formula, gx, gw", [
     ("add_", lambda a, w: a + w, lambda a, w: np.ones_like(a), lambda a, w: np.ones_like(w)),
     ("sub_", lambda a, w: a - w, lambda a, w: np.ones_like(a), lambda a, w: -np.ones_like(w)),
@@ -213,9 +257,16 @@ def _view_write(a, v):
     return (y * y).sum()
 
 
+def _mixed_write(a, v):
+    y = a * 1.0
+    y[:, Tensor(np.array([2, 0]))] = v         # arrays mixed with slices: PyTorch's region
+    y[None, 1:, [3]] = v[:2, :1] * 2.0
+    return (y * y).sum()
+
+
 @pytest.mark.parametrize("fn, shapes", [
     (_setitem, [(3, 4), (1, 2)]), (_masked, [(3, 4), (4,)]), (_arithmetic, [(3, 4), (4,)]),
-    (_view_write, [(3, 4), (3,)]), (_fills, [(3, 4), (4,)]),
+    (_view_write, [(3, 4), (3,)]), (_fills, [(3, 4), (4,)]), (_mixed_write, [(3, 4), (3, 2)]),
 ])
 def test_gradients_of_in_place_writes_match_finite_differences(fn, shapes):
     assert_gradients(fn, [_rng.standard_normal(s) for s in shapes])
@@ -365,8 +416,9 @@ def test_a_leaf_that_requires_gradients_is_refused_as_pytorch_refuses_it(write, 
     (lambda y: y.detach().__setitem__(0, Tensor(normal(4), requires_grad=True)),
      r"x\[\.\.\.\] = value: the tensor is a view \(detach\) of a float32 tensor of shape "
      r"\(3, 4\) \(made by mul\)"),
-    (lambda y: y.__setitem__(([0, 2], slice(1, None)), 1.0),
-     r"integer index arrays mixed with slices or None is not recorded"),
+    (lambda y: y.__setitem__((normal(3) > 0, slice(1, None)), Tensor(normal(3),
+                                                                     requires_grad=True)),
+     r"writing through boolean masks mixed with other indices is not recorded"),
     (lambda y: y.__setitem__(normal(3, 4) > 0, Tensor(normal(5))),
      r"a value of shape \(5,\) written through a boolean mask is recorded only when"),
     (lambda y: y.__setitem__(0, Tensor(normal(5))), r"could not broadcast a value of shape "

@@ -54,6 +54,20 @@ def _set_through_arrays(x):
     return y.T
 
 
+def _set_mixed(x):
+    """x[:, i] = v (integer arrays mixed with slices) over the symbolic batch, as PyTorch code
+    writes it, on an intermediate: PyTorch's region, index_put through a moved view."""
+    y = x * 1.5
+    y[:, POSITIONS[:2]] = LOW[:2]
+    return y
+
+
+def _set_mixed_series(x):
+    y = x * 1.0
+    y[:, :, POSITIONS[:2]] = x[:, :, :2].exp()
+    return y
+
+
 def inputs_by_name(name: str, shape: tuple[int, ...], generator: np.random.Generator) -> np.ndarray:
     """i, j: int64 -4..4; ids: int64 0..9; pos: int64 0..3 (positions in an axis of 4);
     flag, mask: bool; p: positive float32; else normal float32."""
@@ -106,6 +120,8 @@ CASES = [
     ("dims-of-a-0d-tensor", lambda x: {"a": x.sum().max(0)[0] + x.sum().sort(0)[0]
                                        + x.sum().topk(1)[0] + x.sum().transpose(0, -1),
                                        "i": x.sum().min(-1, keepdim=True)[1]}, X, B, "TopK"),
+    ("set-through-arrays-mixed-with-slices", _set_mixed, X, B, "ScatterND"),
+    ("set-through-arrays-mixed-with-slices-of-a-series", _set_mixed_series, XS, BT, "ScatterND"),
     ("masked-fill-by-a-larger-mask", lambda x, flag: x[:, :1].masked_fill(flag, 0.5),
      {"x": ("batch", 4), "flag": ("batch", 4)}, B, "Where"),
     ("masked-fill-float", lambda x: x.masked_fill(x < 0, 0.5), X, B, "Where"),
