@@ -6,7 +6,8 @@ x[region] = value is written as Where(mask, placed, x): `mask` is True on the re
 value gathered along every axis the region takes part of, so each position of x finds the value
 meant for it. Over fixed axes both are constants; over a symbolic axis they are computed in the
 graph from the positions `Range(0, n)`, sliced with the bounds as written (ONNX's Slice counts
-negative bounds from the end, as Python does) and scattered back. A bool tensor is written with
+negative bounds from the end, as Python does) and scattered back; the value gets one spare entry
+on such an axis (`Pad`), so that a region holding no place at some size still gathers. A bool tensor is written with
 And/Or/Not (ONNX Runtime has no bool Where).
 """
 
@@ -87,6 +88,12 @@ def _setitem(emit: Emit, inputs: Sequence[str], attrs: dict, ranks: Sequence[int
                 continue
             mask, place = _symbolic_axis(emit, dim, b, e, s, axis, not broadcast)
             masks.append(_axis_of_rank(emit, mask, axis, rank, f"axis{axis}_mask_{rank}d"))
+            if not broadcast:  # the region may hold no place at some size: one spare entry, so
+                # that the places outside it (index 0, masked out) have something to gather
+                pads = [0] * (2 * rank)
+                pads[rank + axis] = 1
+                placed = emit("Pad", [placed], {"mode": "constant", "pads": pads},
+                              suffix=f"axis{axis}_spare")
         else:
             if slices.of_fixed(int(dim), b, e, s) == "full":
                 continue

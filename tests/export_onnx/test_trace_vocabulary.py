@@ -68,6 +68,16 @@ def _set_mixed_series(x):
     return y
 
 
+def _set_a_region_empty_at_some_sizes(x):
+    """y[1:, 2] = v over the symbolic batch: no place at a batch of 1 (the graph must still run:
+    the value gets a spare entry before it is gathered)."""
+    y = x * 1.5
+    y[1:, 2] = x[1:, 0] * 2.0
+    flags = x > 0
+    flags[1:, 1:3] = x[1:, :2] < 0.5
+    return {"y": y, "flags": flags}
+
+
 def inputs_by_name(name: str, shape: tuple[int, ...], generator: np.random.Generator) -> np.ndarray:
     """i, j: int64 -4..4; ids: int64 0..9; pos: int64 0..3 (positions in an axis of 4);
     flag, mask: bool; p: positive float32; else normal float32."""
@@ -122,6 +132,8 @@ CASES = [
                                        "i": x.sum().min(-1, keepdim=True)[1]}, X, B, "TopK"),
     ("set-through-arrays-mixed-with-slices", _set_mixed, X, B, "ScatterND"),
     ("set-through-arrays-mixed-with-slices-of-a-series", _set_mixed_series, XS, BT, "ScatterND"),
+    ("set-a-region-empty-at-some-sizes", _set_a_region_empty_at_some_sizes, X,
+     {"batch": (7, 1, 2, 9)}, "Pad"),
     ("masked-fill-by-a-larger-mask", lambda x, flag: x[:, :1].masked_fill(flag, 0.5),
      {"x": ("batch", 4), "flag": ("batch", 4)}, B, "Where"),
     ("masked-fill-float", lambda x: x.masked_fill(x < 0, 0.5), X, B, "Where"),
