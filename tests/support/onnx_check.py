@@ -26,6 +26,36 @@ def run_ort(data: bytes, x: np.ndarray, input_name: str = "input") -> np.ndarray
     return ort_session(data).run(None, {input_name: x})[0]
 
 
+def run_in_float64(model: onnx.ModelProto, x: np.ndarray, input_name: str = "input") -> np.ndarray:
+    """The graph evaluated in float64 by the reference evaluator (every float32 initializer,
+    input, output, Cast and constant attribute made float64; GroupNormalization's stash_type too,
+    whose function would otherwise compute its statistics in float32; the evaluator's own
+    LayerNormalization computes in its input's type and takes no other stash_type): an answer to
+    judge two float32 answers by where they part."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph, single, double = model.graph, onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+    for k, tensor in enumerate(graph.initializer):
+        if tensor.data_type == single:
+            graph.initializer[k].CopyFrom(onnx.numpy_helper.from_array(
+                onnx.numpy_helper.to_array(tensor).astype(np.float64), tensor.name))
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        if value.type.tensor_type.elem_type == single:
+            value.type.tensor_type.elem_type = double
+    for node in graph.node:
+        if node.op_type == "GroupNormalization" and not any(
+                a.name == "stash_type" for a in node.attribute):
+            node.attribute.append(onnx.helper.make_attribute("stash_type", double))
+        for a in node.attribute:
+            if (a.name == "to" or a.name == "stash_type" and node.op_type == "GroupNormalization") \
+                    and a.i == single:
+                a.i = double
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == single:
+                a.t.CopyFrom(onnx.numpy_helper.from_array(
+                    onnx.numpy_helper.to_array(a.t).astype(np.float64), a.t.name))
+    x = x.astype(np.float64) if x.dtype == np.float32 else x
+    return ReferenceEvaluator(model, new_ops=REFERENCE_OPS).run(None, {input_name: x})[0]
+
+
 def run_reference(model: onnx.ModelProto, x: np.ndarray, input_name: str = "input") -> np.ndarray:
     """The onnx reference evaluator, checking every shape annotation as values are made (its LSTM
     and GRU made to honour sequence_lens: see reference_ops)."""

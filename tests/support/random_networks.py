@@ -137,8 +137,9 @@ def export_case(seed: int) -> list[str]:
             faults.append(f"seed {seed}: {spec} on {shape}: the graph fails at {batch.shape}, "
                           f"which its input annotation admits: {str(error)[:120]}")
             continue
-        gap = float(np.abs(got - network.predict(batch, loss)).max())
-        if not gap <= 1e-5:
+        expected = network.predict(batch, loss)
+        gap = float(np.abs(got - expected).max())
+        if not gap <= 1e-5 and not _float_noise(data, batch, expected, got):
             faults.append(f"seed {seed}: {spec} on {shape}: the graph at {batch.shape} is {gap} "
                           f"from predict")
     try:
@@ -245,6 +246,23 @@ _CHAIN = {
     "normalize": lambda m, x, F: F.normalize(x, dim=-1),
     "logsumexp": lambda m, x, F: x - x.logsumexp(-1, keepdim=True),
 }
+
+
+def _float_noise(data: bytes, x: np.ndarray, ours: np.ndarray, theirs: np.ndarray) -> bool:
+    """Where ONNX Runtime and `predict` part by more than 1e-5, the graph evaluated in float64
+    judges (an ill-conditioned stack, a normalisation of a spread far below its mean, amplifies
+    float32 rounding): ours passes within 1e-5 of that answer and no farther from it than ONNX
+    Runtime's float32 one."""
+    import onnx
+
+    from tests.support.onnx_check import run_in_float64
+
+    try:
+        exact = run_in_float64(onnx.load_from_string(data), x)
+    except Exception:  # noqa: BLE001 (no float64 evaluation of this graph: no judge)
+        return False
+    ours_off = float(np.abs(ours - exact).max())
+    return ours_off <= 1e-5 and ours_off <= float(np.abs(theirs - exact).max())
 
 
 def trace_case(seed: int) -> list[str]:
