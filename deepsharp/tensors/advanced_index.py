@@ -49,7 +49,7 @@ def _as_index(part: Any):
     return "array", tensor if tensor.dtype == np.int64 else tensor.astype(np.int64)
 
 
-def _expand(tensor, index: tuple) -> list[tuple[str, Any]]:
+def index_parts(tensor, index: tuple) -> list[tuple[str, Any]]:
     """(kind, value) per indexed axis or new axis: masks become one array per axis they cover,
     the ellipsis whole slices."""
     from deepsharp.tensors.tensor import Tensor
@@ -97,7 +97,7 @@ def getitem(tensor, index: Any):
     from deepsharp.tensors.indexing import getitem as basic_getitem
     from deepsharp.tensors.tensor import apply
 
-    parts = _expand(tensor, index if isinstance(index, tuple) else (index,))
+    parts = index_parts(tensor, index if isinstance(index, tuple) else (index,))
     # a 0-d index array selects its axis, as an integer does
     kinds = [kind if kind != "array" or value.ndim else "int" for kind, value in parts]
     basic, arrays, position = [], [], 0
@@ -114,7 +114,7 @@ def getitem(tensor, index: Any):
     first = arrays[0][0]
     # in place when next to each other (after the slices and new axes before them), else first
     target = sum(1 for kind in kinds[:kinds.index("array")] if kind in ("slice", "none")) \
-        if "array" in kinds and _adjacent(kinds) else 0
+        if "array" in kinds and arrays_adjacent(kinds) else 0
     if len(arrays) == 1:
         result = apply("gather", y, arrays[0][1], axis=first)
         return _move_block(result, first, arrays[0][1].ndim, target)
@@ -125,7 +125,7 @@ def getitem(tensor, index: Any):
     return _move_block(result, 0, result.ndim - (y.ndim - len(arrays)), target)
 
 
-def _adjacent(kinds: list[str]) -> bool:
+def arrays_adjacent(kinds: list[str]) -> bool:
     """Whether the index arrays stand next to each other, as PyTorch reads it: an integer (or a
     0-d integer tensor) selects its axis first, so only a slice or None between two arrays parts
     them. numpy counts integers among the arrays (`x[0, :, i]` puts i's axes first there, after

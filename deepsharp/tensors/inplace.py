@@ -29,7 +29,9 @@ import numpy as np
 
 from deepsharp.errors import OpError
 from deepsharp.tensors import modes
-from deepsharp.tensors.advanced_index import is_advanced, torch_order
+from deepsharp.tensors.advanced_index import (
+    arrays_adjacent, index_parts, is_advanced, torch_order,
+)
 from deepsharp.tensors.indexing import basic_index
 from deepsharp.tensors.tensor import Tensor, _as_array, apply, as_tensor
 from deepsharp.tensors.versions import check_current, describe, reads, refuse_write
@@ -99,49 +101,41 @@ def assign(tensor: Tensor, index: Any, value: Any, what: str) -> Tensor:
 
 def _through_a_view(tensor: Tensor, index: Any):
     """x[index] = v for integer arrays mixed with slices, integers, None and Ellipsis, as PyTorch
-    means it, as a write through a view: (view, arrays, region, order) where `view` is x with the
-    basic parts applied (an integer selects its axis first, as in PyTorch) and the arrays' axes
-    moved first, so that view[arrays] = v' is index_put's write into the leading axes; `region` is
-    the shape PyTorch's x[index] has (the arrays' broadcast block where the first array stood
-    when the arrays are next to each other, else first) and v' the value expanded to it with its
-    block moved first (`order`). None when the index holds a boolean mask."""
-    items = [np.asarray(i) if isinstance(i, list) else i
-             for i in (index if isinstance(index, tuple) else (index,))]
-    arrayish = [isinstance(i, (Tensor, np.ndarray)) for i in items]
-    if any(isinstance(i, (bool, np.bool_)) or a and i.dtype == np.bool_
-           for i, a in zip(items, arrayish)):
+    means it (read as advanced_index.getitem reads it: `index_parts`, `arrays_adjacent`), as a
+    write through a view: (view, arrays, region, order) where `view` is x with the basic parts
+    applied (an integer, or a 0-d integer array, selects its axis first) and the arrays' axes
+    moved first, so that view[arrays] = v' is index_put's write into the leading axes; `region`
+    is the shape PyTorch's x[index] has (the arrays' broadcast block where the first array stood
+    when they are next to each other, else first) and v' the value expanded to it with its block
+    moved first (`order`). None when the index holds a boolean mask."""
+    items = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, (bool, np.bool_)) or np.asarray(
+            i._data if isinstance(i, Tensor) else i).dtype == np.bool_
+           for i in items if isinstance(i, (Tensor, np.ndarray, list, bool, np.bool_))):
         return None
-    # an integer, or a 0-d integer array, selects its axis first (PyTorch's order); read as a
-    # Python integer, so that the basic part is a view (a trace refuses reading it, by name)
-    items = [int(i._read("an index") if isinstance(i, Tensor) else i) if a and i.ndim == 0 else i
-             for i, a in zip(items, arrayish)]
-    arrayish = [isinstance(i, (Tensor, np.ndarray)) for i in items]
-    ellipsis = [k for k, (i, a) in enumerate(zip(items, arrayish)) if not a and i is Ellipsis]
-    if ellipsis:
-        consumed = sum(a or (i is not None and i is not Ellipsis) for i, a in zip(items, arrayish))
-        at = ellipsis[0]
-        items[at:at + 1] = [slice(None)] * (tensor.ndim - consumed)
-        arrayish[at:at + 1] = [False] * (tensor.ndim - consumed)
-    basic, arrays, places, axis = [], [], [], 0
-    for item, array in zip(items, arrayish):
-        basic.append(slice(None) if array else item)
-        if array:
-            arrays.append(item)
-            places.append(axis)
-        if array or not isinstance(item, (int, np.integer)):
-            axis += 1
+    # a 0-d index array is read as the integer it holds, so that the basic part is a view (a
+    # trace refuses reading it, by name)
+    parts = [("int", int(value._read("an index"))) if kind == "array" and not value.ndim
+             else (kind, value) for kind, value in index_parts(tensor, tuple(items))]
+    kinds = [kind for kind, _ in parts]
+    basic = [slice(None) if kind == "array" else value for kind, value in parts]
+    places, position = [], 0
+    for kind, _ in parts:
+        if kind == "array":
+            places.append(position)
+        position += kind in ("array", "slice", "none")
     view = tensor[tuple(basic)]
+    arrays = tuple(value for kind, value in parts if kind == "array")
     others = [a for a in range(view.ndim) if a not in places]
-    block = np.broadcast_shapes(*(tuple(np.shape(a._data if isinstance(a, Tensor) else a))
-                                  for a in arrays))
-    first = places[0] if places == list(range(places[0], places[-1] + 1)) else 0
+    block = np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
+    first = places[0] if arrays_adjacent(kinds) else 0
     region = ([view.shape[a] for a in others[:first]] + list(block)
               + [view.shape[a] for a in others[first:]])
     width = len(block)
     order = (tuple(range(first, first + width)) + tuple(range(first))
              + tuple(range(first + width, len(region))))
     moved = apply("transpose", view, perm=tuple(places + others))
-    return moved, tuple(arrays), tuple(region), order
+    return moved, arrays, tuple(region), order
 
 
 def _without_leading_ones(value: Tensor) -> Tensor:

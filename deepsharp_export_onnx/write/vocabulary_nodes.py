@@ -254,8 +254,15 @@ def mean_node(emit: Emit, x: str, axes, keep: int, rank: int, suffix: str | None
     reference evaluator NaN)."""
     if _fixed_count(emit, 0, axes):
         return _reduce_node(emit, "ReduceMean", x, axes, keep, suffix=suffix)
+    return counted_mean(emit, x, axes, keep, rank, emit.result_dtype(), suffix, label)
+
+
+def counted_mean(emit: Emit, x: str, axes, keep: int, rank: int, kind, suffix: str | None = None,
+                 label: str = "mean") -> str:
+    """ReduceSum of x over `axes` divided by their count read from x's shape (a `kind` scalar):
+    0 / 0, NaN, over no values (the form the importer's `fuse_mean` reads back as ReduceMean)."""
     total = _reduce_node(emit, "ReduceSum", x, axes, keep, suffix=f"{label}_total")
-    count = _count(emit, x, axes, rank, emit.result_dtype(), f"{label}_count")
+    count = _count(emit, x, axes, rank, kind, f"{label}_count")
     return emit("Div", [total, count], suffix=suffix)
 
 

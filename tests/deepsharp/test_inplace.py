@@ -162,7 +162,7 @@ def test_a_write_through_arrays_mixed_with_slices_is_recorded_as_pytorch_means_i
     the region summed to its shape, the old tensor's the rest."""
     x, v = leaf(normal(*shape)), leaf(normal(*vshape))
     y = x * 1.0
-    y[tuple(Tensor(i) if isinstance(i, np.ndarray) else i for i in index)] = v
+    y[_tensors_in(index)] = v
     np.testing.assert_array_equal(y.numpy(), _in_pytorch_order(x.numpy(), index, v.numpy()))
     weights = normal(*shape)
     (y * weights).sum().backward()
@@ -172,9 +172,13 @@ def test_a_write_through_arrays_mixed_with_slices_is_recorded_as_pytorch_means_i
     assert_gradients(lambda a, b: _written(a, b, index, shape), [normal(*shape), normal(*vshape)])
 
 
+def _tensors_in(index):
+    return tuple(Tensor(i) if isinstance(i, np.ndarray) else i for i in index)
+
+
 def _written(a, b, index, shape):
     y = a * 1.0
-    y[tuple(Tensor(i) if isinstance(i, np.ndarray) else i for i in index)] = b
+    y[_tensors_in(index)] = b
     return (y * Tensor(np.arange(np.prod(shape), dtype=np.float32).reshape(shape))).sum()
 
 

@@ -71,15 +71,20 @@ class Writing:
         self.base = f"{step.place}.{step.kind}"
         self.following = tuple(following)  # the steps written after this one, in this walk
 
+    def emit(self) -> Emit:
+        """The emitter of the nodes named after the step, for the node groups writers share with
+        the primitives' table (`vocabulary_nodes`)."""
+        return Emit(self.tape, self.base)
+
     def node(self, op_type: str, inputs: Sequence[str], attrs: dict[str, Any] | None = None, *,
              suffix: str | None = None, outputs: int = 1) -> Any:
         """A node named `{place}.{kind}` (or `{place}.{kind}/{suffix}`); returns its output(s)."""
-        return Emit(self.tape, self.base)(op_type, inputs, attrs, suffix=suffix, outputs=outputs)
+        return self.emit()(op_type, inputs, attrs, suffix=suffix, outputs=outputs)
 
     def primitive(self, name: str, inputs: Sequence[str], attrs: dict[str, Any],
                   ranks: Sequence[int]) -> str:
         """The nodes of a primitive as the shared table writes them (activations, the tracer)."""
-        return PRIMITIVE_NODES[name](Emit(self.tape, self.base), inputs, attrs, ranks)
+        return PRIMITIVE_NODES[name](self.emit(), inputs, attrs, ranks)
 
     def slot(self, name: str, array: np.ndarray) -> str:
         """An initializer holding a slot, named by its path (`0.weight`)."""

@@ -9,7 +9,7 @@ adaptive pools are refused by the exporter, by the step's own `mask_refusal`."""
 
 from __future__ import annotations
 
-import numpy as np
+from onnx import helper
 
 from deepsharp.layers.attention_pool import AttentionPoolStep
 from deepsharp.layers.pool import AdaptivePoolStep, GlobalPoolStep, PoolStep
@@ -19,6 +19,7 @@ from deepsharp_export_onnx.write.masked_nodes import (
 )
 from deepsharp_export_onnx.write.nodes import Emit
 from deepsharp_export_onnx.write.spatial_nodes import adaptive_pool_nodes, pool_node_form
+from deepsharp_export_onnx.write.vocabulary_nodes import counted_mean
 from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.write.writers.base import Writing, writes
 from deepsharp_export_onnx.write.writers.windows import window_dims
@@ -61,15 +62,11 @@ def write_global_pool(step: GlobalPoolStep, x: Value, w: Writing) -> Value:
 
 def _mean_over_free_places(w: Writing, x: Value, axes: list[int], keep: int) -> str:
     """The mean over places that include a series' free length: the sum over their count read
-    from the shape, so that a series of no steps gives NaN (0 / 0), as the network does (numpy's
-    mean), where ONNX Runtime's ReduceMean and GlobalAveragePool give 0."""
-    total = w.node("ReduceSum", [x.name], {"axes": axes, "keepdims": keep}, suffix="total")
-    shape = w.node("Shape", [x.name], suffix="shape")
-    sizes = w.node("Gather", [shape, w.constant("places", np.asarray(axes, np.int64))],
-                   {"axis": 0}, suffix="places")
-    count = w.node("ReduceProd", [sizes], {"axes": [0], "keepdims": 0}, suffix="count")
-    count = w.node("Cast", [count], {"to": x.elem_type}, suffix="count_float")
-    return w.node("Div", [total, count])
+    from the shape (the traced mean's form, `counted_mean`), so that a series of no steps gives
+    NaN (0 / 0), as the network does (numpy's mean), where ONNX Runtime's ReduceMean and
+    GlobalAveragePool give 0."""
+    return counted_mean(w.emit(), x.name, axes, keep, x.rank,
+                        helper.tensor_dtype_to_np_dtype(x.elem_type))
 
 
 def _write_masked_global_pool(step: GlobalPoolStep, x: Value, w: Writing) -> Value:
