@@ -291,7 +291,10 @@ class Tensor(TensorMethods):
     def clone(self) -> "Tensor":
         return apply("copy", self)
 
-    contiguous = clone
+    def contiguous(self) -> "Tensor":
+        """The tensor itself when its values lie in row-major order already (as PyTorch returns
+        `self` then, so a write into the result is a write into this tensor), else a copy."""
+        return self if self._data.flags.c_contiguous else self.clone()
 
     # -- autograd ---------------------------------------------------------------------------
     def backward(self, grad: Any = None) -> None:
@@ -332,10 +335,16 @@ class Tensor(TensorMethods):
         return apply("reshape", self, shape=tuple(s if live(s) else int(s) for s in shape))
 
     def select(self, dim: int, index: int) -> "Tensor":
-        """The values at position `index` of `dim`, which is dropped: a gather by a scalar index,
-        kept as given (a negative index counts from the end, whatever the axis's size)."""
-        position = as_tensor(index) if live(index) else Tensor(np.asarray(int(index), np.int64))
-        return apply("gather", self, position, axis=keywords.axis("select", dim, self.ndim))
+        """The values at position `index` of `dim`, which is dropped: a view, as PyTorch's
+        (`x[:, index]` on that axis; a negative index counts from the end, whatever the axis's
+        size). An index that is a tensor (a traced number) is a gather by it."""
+        axis = keywords.axis("select", dim, self.ndim)
+        if live(index) or isinstance(index, Tensor):
+            return apply("gather", self, as_tensor(index), axis=axis)
+        position, size = keywords.integer("select", "index", index), self._data.shape[axis]
+        if not -size <= position < size:
+            raise OpError(f"select: index {position} is out of range for axis {axis} of size {size}")
+        return self[(slice(None),) * axis + (position,)]
 
     def __getitem__(self, index: Any) -> "Tensor":
         from deepsharp.tensors.indexing import getitem

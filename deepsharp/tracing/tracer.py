@@ -57,6 +57,8 @@ NOT_TRACEABLE: dict[str, str] = {
     # fused kernels a network runs only when no tracer records (the trace holds their primitives)
     "matmul_add": _FUSED, "matmul_add_relu": _FUSED, "conv_relu_max_pool": _FUSED,
     "self_attention": _FUSED,
+    "unique": ("unique: its result's size is read from the values, which a graph for inputs of "
+               "any values cannot hold"),
 }
 
 

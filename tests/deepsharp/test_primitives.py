@@ -40,7 +40,22 @@ def test_every_primitive_has_a_gradient_case():
     and their results never require one."""
     covered = {name for name, _, _ in CASES}
     differentiable = {name for name, p in PRIMITIVES.items() if p.differentiable}
-    assert sorted(differentiable - covered) == []
+    assert sorted(differentiable - covered - NO_DERIVATIVE) == []
+    assert all(PRIMITIVES[name].backward is None for name in NO_DERIVATIVE)
+
+
+# Results that require gradients, as PyTorch's do, through which PyTorch has no derivative: a
+# backward through them is refused, naming the primitive.
+NO_DERIVATIVE = {"unique"}
+
+
+def test_a_backward_through_unique_is_refused_by_name_as_pytorch_refuses_it():
+    x = Tensor(np.array([3.0, 1.0, 3.0, 2.0], np.float32), requires_grad=True)
+    values, inverse, counts = x.unique(return_inverse=True, return_counts=True)
+    assert values.requires_grad and not inverse.requires_grad and not counts.requires_grad
+    np.testing.assert_array_equal(values.numpy(), [1.0, 2.0, 3.0])
+    with pytest.raises(OpError, match="primitive 'unique' has no backward rule"):
+        (values.sum() + x.sum()).backward()
 
 
 def test_results_of_primitives_without_gradient_do_not_require_one():

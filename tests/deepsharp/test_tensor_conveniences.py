@@ -37,5 +37,5 @@ def test_squeeze_of_an_axis_not_of_size_one_leaves_it_as_pytorch():
 
 
 def test_refusals_name_the_axis():
-    with pytest.raises(OpError, match="gather: index 4 is out of range for axis 2 of size 4"):
+    with pytest.raises(OpError, match="select: index 4 is out of range for axis 2 of size 4"):
         Tensor(A).select(2, 4)

@@ -107,4 +107,5 @@ def test_every_vocabulary_primitive_is_held_to_pytorch():
     vocabulary = {name for name, p in PRIMITIVES.items()
                   if p.forward.__module__.rsplit(".", 1)[-1] in VOCABULARY_MODULES}
     seen = set().union(*(_primitives_of(c) for c in CASES))
-    assert sorted(vocabulary - seen) == []
+    # unique: a trace refuses it (its size is read from the values); its cases run eagerly
+    assert sorted(vocabulary - seen - {"unique"}) == []

@@ -179,7 +179,7 @@ REFUSED = {
     "a loop over range(n)": (_loop, ("slice (operation", "the plain position 6 of axis 1, whose "
                                      "size is the symbol steps, is its last position in the "
                                      "traced run", "(traced at test_trace_sizes.py:")),
-    "a loop selecting": (_select_loop, ("gather (operation", "the plain position 6 of axis 1")),
+    "a loop selecting": (_select_loop, ("slice (operation", "the plain position 6 of axis 1")),
     "a plain bound equal to the size": (lambda x: x[:, :7] * 2, "is its size in the traced run"),
     "split by a size": (lambda x: x.split(x.shape[1] // 2, dim=1)[0],
                         "split(3) (its pieces counted from a size)"),

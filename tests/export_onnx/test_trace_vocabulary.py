@@ -281,7 +281,7 @@ CASES = [
     ("split-sizes", lambda x: x.split([1, 3], dim=-1)[1], X, B, "Slice"),
     ("split-size", lambda x: {f"part{k}": p for k, p in enumerate(x.split(3, -1))}, X, B, "Slice"),
     ("chunk", lambda x: x.chunk(2, dim=2)[0] * x.chunk(2, dim=2)[1], XS, BT, "Slice"),
-    ("unbind", lambda x: x.unbind(-1)[2], X, B, "Gather"),
+    ("unbind", lambda x: x.unbind(-1)[2], X, B, "Slice"),
     ("repeat", lambda x: x.repeat(2, 3), X, B, "Tile"),
     ("tile-more-axes", lambda x: x.tile(2, 1, 1), X, B, "Tile"),
     ("tile-int", lambda i: F.tile(i, (1, 2)), {"i": ("batch", 4)}, B, "Tile"),

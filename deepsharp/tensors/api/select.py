@@ -193,8 +193,23 @@ def diagonal(x: Tensor, offset: Any = 0, dim1: Any = 0, dim2: Any = 1) -> Tensor
     rows, cols = moved._data.shape[-2:]
     first_row, first_col = max(-int(offset), 0), max(int(offset), 0)
     length = max(0, min(rows - first_row, cols - first_col))
-    return moved[..., np.arange(first_row, first_row + length),
-                 np.arange(first_col, first_col + length)]
+    result = moved[..., np.arange(first_row, first_row + length),
+                   np.arange(first_col, first_col + length)]
+    return _as_view(result, x, np.diagonal(x._data, int(offset), a, b), "diagonal")
+
+
+def _as_view(result: Tensor, x: Tensor, view: np.ndarray, op: str) -> Tensor:
+    """`result` (whose record computes it from x) made to hold `view`, the same values in x's
+    own storage, as PyTorch's view: a write into either is seen by the other. Its record stays
+    the composition that made it (autograd and a trace follow it); a recorded write into it is
+    refused (`op` is no view a write can be recorded through), and a recorded write into x
+    leaves it stale, refused when next used (versions.py)."""
+    if x._data.flags.writeable:  # (numpy makes a diagonal read-only; x's storage is not)
+        view.flags.writeable = True
+    result._data = view
+    counter = x._version_counter()
+    result._counter, result._seen, result._view_of = counter, counter.rebases, (x, op, {})
+    return result
 
 
 _diagonal = diagonal  # (diag's argument is named diagonal, as PyTorch's)
@@ -203,8 +218,8 @@ _diagonal = diagonal  # (diag's argument is named diagonal, as PyTorch's)
 def diag(x: Tensor, diagonal: Any = 0) -> Tensor:
     """PyTorch's diag: of a matrix, its diagonal (offset `diagonal`); of a vector, the square
     matrix with it on that diagonal."""
-    if x.ndim == 2:
-        return _diagonal(x, diagonal, 0, 1)
+    if x.ndim == 2:  # a copy, as PyTorch's diag (diagonal is the view)
+        return _diagonal(x, diagonal, 0, 1).clone()
     if x.ndim != 1:
         raise OpError(f"diag: needs a vector or a matrix, received a tensor of rank {x.ndim}")
     if live(x.shape[0]):
@@ -257,17 +272,14 @@ def unique(x: Tensor, sorted: Any = True, return_inverse: Any = False,
     """PyTorch's unique: the distinct values in ascending order (also when sorted=False, where
     PyTorch leaves the order open), with the inverse (each entry's place among them, in the
     input's shape) and the counts when asked; with dim, the distinct slices along it. Its size is
-    read from the values, so a trace refuses it (no gradient, as PyTorch has none)."""
+    read from the values, so a trace refuses it. The values require gradients when x does, as
+    PyTorch's, and a backward through them is refused (PyTorch has no derivative for unique)."""
     for name, value in (("sorted", sorted), ("return_inverse", return_inverse),
                         ("return_counts", return_counts)):
         kw.flag("unique", name, value)
-    values = x._read("unique(), whose result's size is read from the values")
+    x._read("unique(), whose result's size is read from the values")
     axis = None if dim is None else kw.axis("unique", dim, x.ndim)
-    found, inverse, counts = np.unique(values, return_inverse=True, return_counts=True, axis=axis)
-    if axis is None:
-        inverse = inverse.reshape(values.shape)
-    results = [Tensor._wrap(found.astype(x.dtype)),  # (x's own dtype: float64 stays float64)
-               Tensor._wrap(inverse.astype(np.int64)), Tensor._wrap(counts.astype(np.int64))]
+    results = apply("unique", x, axis=axis)
     chosen = [results[0]] + [r for r, wanted in zip(results[1:], (return_inverse, return_counts))
                              if wanted]
     return chosen[0] if len(chosen) == 1 else tuple(chosen)

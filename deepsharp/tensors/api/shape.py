@@ -156,14 +156,16 @@ def unsqueeze(x: Tensor, dim: Any = None, *, axis: Any = None) -> Tensor:
 
 def flip(x: Tensor, *dims: Any, axis: Any = None) -> Tensor:
     """The values in reverse order along `dims` (every axis when none is given): a slice of
-    step -1 on each."""
+    step -1 on each, copied (PyTorch's flip is a copy, not a view: a write into the result leaves
+    x alone, and a write into x leaves the result alone)."""
     given = kw.either("flip", "dims", sizes_of("flip", dims) if dims else None, "axis", axis)
     flipped = set(kw.dims("flip", given, None, x.ndim))
     starts, stops, steps = [], [], []
     for i in range(x.ndim):  # bounds as written (x[::-1]): a trace holds them at any size
         b, e, s = (-1, START, -1) if i in flipped else (0, END, 1)
         starts.append(b), stops.append(e), steps.append(s)
-    return apply("slice", x, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
+    reversed_ = apply("slice", x, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
+    return apply("copy", reversed_)
 
 
 def part(x: Tensor, axis: int, start: int, stop: int, *, sized: bool = False) -> Tensor:

@@ -221,3 +221,16 @@ class IndexPut:
             ga = grad.copy()
             ga[tuple(indices)] = 0
         return (ga, unbroadcast(grad[tuple(indices)], values.shape)) + (None,) * len(indices)
+
+
+@primitive("unique", outputs=3)
+class Unique:
+    """(distinct values ascending, each entry's place among them, their counts) of a, or of its
+    slices along `axis` (numpy's unique). No backward rule, as PyTorch has none: the values
+    require gradients when a does, and a backward through them is refused, naming unique."""
+
+    def forward(a, *, axis):
+        found, inverse, counts = np.unique(a, return_inverse=True, return_counts=True, axis=axis)
+        if axis is None:
+            inverse = inverse.reshape(a.shape)
+        return (found.astype(a.dtype), inverse.astype(np.int64), counts.astype(np.int64)), None

@@ -1,0 +1,89 @@
+"""Which results share their tensor's storage, as PyTorch's do: a write into a view is seen by
+its base and a write into the base by the view; a copy sees neither. The expected values are
+PyTorch 2.13's (torch.diagonal, select and unbind are views; flip and diag are copies;
+contiguous returns the tensor itself when its values lie in row-major order), written out here;
+scripts/fuzz_numbers.py (`tensors`, the in-place calls through views) holds the same against
+PyTorch itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deepsharp import Tensor
+from deepsharp.errors import OpError
+
+X = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+VIEWS = {
+    "diagonal": lambda y: y.diagonal(),
+    "diagonal-offset": lambda y: y.diagonal(1),
+    "diagonal-below-of-a-transpose": lambda y: y.t().diagonal(-1),
+    "select": lambda y: y.select(1, 2),
+    "select-from-the-end": lambda y: y.select(0, -1),
+    "unbind": lambda y: y.unbind(1)[3],
+    "contiguous-of-a-contiguous-tensor": lambda y: y.contiguous(),
+}
+COPIES = {
+    "flip": lambda y: y.flip(0),
+    "diag": lambda y: y.diag(),
+    "contiguous-of-a-transpose": lambda y: y.t().contiguous(),
+}
+
+
+@pytest.mark.parametrize("make", VIEWS.values(), ids=VIEWS.keys())
+def test_a_write_into_a_view_reaches_its_base_and_back(make):
+    y = Tensor(X.copy())
+    v = make(y)
+    expected = np.asarray(v.numpy()).copy() + 100
+    v.add_(100)
+    np.testing.assert_array_equal(np.asarray(make(Tensor(y.numpy().copy())).numpy()), expected)
+    assert (y.numpy() != X).sum() == v.numel()  # the view's places, and only they, moved
+    y.mul_(-1)
+    np.testing.assert_array_equal(np.asarray(v.numpy()), -expected)
+
+
+@pytest.mark.parametrize("make", COPIES.values(), ids=COPIES.keys())
+def test_a_write_into_a_copy_leaves_its_source_alone(make):
+    y = Tensor(X.copy())
+    v = make(y)
+    before = np.asarray(v.numpy()).copy()
+    v.add_(100)
+    np.testing.assert_array_equal(y.numpy(), X)
+    y.mul_(-1)
+    np.testing.assert_array_equal(np.asarray(v.numpy()), before + 100)
+
+
+def test_the_views_values_are_pytorchs():
+    y = Tensor(X.copy())
+    np.testing.assert_array_equal(y.diagonal(1).numpy(), [1, 6, 11])
+    np.testing.assert_array_equal(y.t().diagonal(-1).numpy(), [1, 6, 11])
+    np.testing.assert_array_equal(y.select(1, 2).numpy(), [2, 6, 10])
+    np.testing.assert_array_equal(y.flip(0).numpy(), X[::-1])
+    assert y.contiguous() is y
+
+
+def test_a_recorded_write_through_a_diagonal_is_refused_by_name():
+    """PyTorch records it (CopySlices); here the diagonal's write cannot be recorded on its
+    base, so it is refused instead of giving the base a history that misses the write."""
+    x = Tensor(X.copy(), requires_grad=True)
+    y = x * 2.0
+    with pytest.raises(OpError, match=r"add_\(\): the tensor is a view \(diagonal\)"):
+        y.diagonal().add_(1.0)
+
+
+def test_a_recorded_write_through_select_reaches_the_base_with_its_gradient():
+    x = Tensor(X.copy(), requires_grad=True)
+    y = x * 2.0
+    y.select(1, 0).mul_(3.0)
+    y.sum().backward()
+    expected = np.full(X.shape, 2.0, np.float32)
+    expected[:, 0] = 6.0
+    np.testing.assert_array_equal(x.grad, expected)
+    np.testing.assert_array_equal(y.numpy()[:, 0], X[:, 0] * 6)
+
+
+def test_a_diagonal_of_a_read_only_tensor_stays_read_only():
+    base = Tensor(np.broadcast_to(np.arange(4, dtype=np.float32), (4, 4)))
+    with pytest.raises(OpError, match="read-only"):
+        base.diagonal().add_(1.0)
