@@ -37,7 +37,7 @@ from deepsharp.tensors.tensor import Tensor, _as_array, apply, as_tensor
 from deepsharp.tensors.versions import check_current, describe, reads, refuse_write
 
 # views whose base can be rebased from the view's new values, and how
-_INVERSE_VIEWS = ("reshape", "transpose", "slice")
+_INVERSE_VIEWS = ("reshape", "transpose", "slice", "diagonal")
 
 
 def _recorded(tensor: Tensor, value: Tensor) -> bool:
@@ -254,7 +254,7 @@ def _check_writable(tensor: Tensor, what: str) -> None:
         if op not in _INVERSE_VIEWS:
             raise refuse_write(tensor, f"{what}: the tensor is a view ({op}) of {describe(base)}; "
                                f"a write into it cannot be recorded on that tensor (views made "
-                               f"by reshape, transpose or slicing can be written); write into a "
+                               f"by reshape, transpose, slicing or diagonal can be written); write into a "
                                f"copy (x.clone())")
         if base.requires_grad and modes.grad_enabled() and written.record is None:
             raise refuse_write(tensor, f"{what}: the tensor is a view, made while gradients were "
@@ -385,6 +385,10 @@ def _inverse(view: Tensor, base: Tensor, op: str, attrs: dict) -> Tensor:
         return apply("reshape", view, shape=base.shape)
     if op == "transpose":
         return apply("transpose", view, perm=tuple(int(p) for p in np.argsort(attrs["perm"])))
+    if op == "diagonal":
+        from deepsharp.tensors.api.select import diagonal_put  # (the api builds on this module)
+
+        return diagonal_put(_stand_in(base, share=True), view, **attrs)
     region = {k: attrs[k] for k in ("starts", "stops", "steps")}
     return apply("setitem", _stand_in(base, share=True), view, **region)
 

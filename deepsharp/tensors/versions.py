@@ -53,6 +53,10 @@ VALUES_READ: dict[str, tuple[int, ...]] = {
     "gather": (1,), "where": (0,),
 }
 
+# Inputs whose values a rule of any number of inputs never reads (the rest it may): index_nd's
+# backward reads the indices, not the tensor indexed (PyTorch's IndexBackward keeps its shape).
+VALUES_UNREAD: dict[str, tuple[int, ...]] = {"index_nd": (0,)}
+
 
 # Inputs whose values a rule reads only for the gradient of other inputs: x's values in x * w
 # are needed only when w needs its gradient (as PyTorch saves them only then).
@@ -67,6 +71,9 @@ def reads(op: str, index: int, needs: Sequence[bool] | None = None) -> bool:
     others = READ_FOR_OTHERS.get(op, {}).get(index)
     if others is not None and needs is not None:
         return any(needs[j] for j in others)
+    unread = VALUES_UNREAD.get(op)
+    if unread is not None:
+        return index not in unread
     read = VALUES_READ.get(op)
     return read is None or index in read
 

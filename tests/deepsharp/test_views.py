@@ -12,6 +12,7 @@ import pytest
 
 from deepsharp import Tensor
 from deepsharp.errors import OpError
+from tests.support import assert_gradients
 
 X = np.arange(12, dtype=np.float32).reshape(3, 4)
 
@@ -63,13 +64,37 @@ def test_the_views_values_are_pytorchs():
     assert y.contiguous() is y
 
 
-def test_a_recorded_write_through_a_diagonal_is_refused_by_name():
-    """PyTorch records it (CopySlices); here the diagonal's write cannot be recorded on its
-    base, so it is refused instead of giving the base a history that misses the write."""
+def test_a_recorded_write_through_a_diagonal_reaches_the_base_with_its_gradient():
+    """PyTorch's CopySlices: y = 2x, then y's diagonal above the main one multiplied by v in
+    place: y's places there are 2 x v (gradient 2 v to x, 2 x to v), elsewhere 2 x."""
     x = Tensor(X.copy(), requires_grad=True)
+    v = Tensor(np.array([1.5, -2.0, 0.5], np.float32), requires_grad=True)
     y = x * 2.0
-    with pytest.raises(OpError, match=r"add_\(\): the tensor is a view \(diagonal\)"):
-        y.diagonal().add_(1.0)
+    y.diagonal(1).mul_(v)
+    y.sum().backward()
+    on = np.zeros(X.shape, bool)
+    on[[0, 1, 2], [1, 2, 3]] = True
+    expected = np.where(on, 2 * X, 2 * X)
+    expected[on] *= v.numpy()
+    np.testing.assert_array_equal(y.numpy(), expected)
+    grad = np.full(X.shape, 2.0, np.float32)
+    grad[on] = 2 * v.numpy()
+    np.testing.assert_array_equal(x.grad, grad)
+    np.testing.assert_array_equal(v.grad, 2 * X[on])
+
+
+@pytest.mark.parametrize("offset, dims", [(0, (0, 1)), (-1, (2, 0)), (1, (1, 2)), (5, (0, 2))])
+def test_a_recorded_write_through_a_diagonal_of_a_stack_by_finite_differences(offset, dims):
+    a = np.random.default_rng(3).standard_normal((3, 2, 4))
+    v = np.random.default_rng(4).standard_normal(Tensor(a).diagonal(offset, *dims).shape)
+
+    def objective(x, w):
+        y = x * 1.5
+        y.diagonal(offset, *dims).mul_(w)
+        y.diagonal(offset, *dims).add_(w * w)
+        return (y * y).sum()
+
+    assert_gradients(objective, [a, v])
 
 
 def test_a_recorded_write_through_select_reaches_the_base_with_its_gradient():

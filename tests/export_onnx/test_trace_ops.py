@@ -88,6 +88,8 @@ CASES = [
      X, B, "Gather"),
     ("select-last-step", lambda x: x.select(1, -1), XS, BT, "Slice"),  # a view, as PyTorch's
     ("select-first-step", lambda x: x.select(1, 0), XS, BT, "Slice"),
+    ("write-through-a-diagonal", lambda x: _diagonal_doubled(x), {"x": ("batch", 3, 3)}, B,
+     "Where"),
     ("promoted-by-an-int-constant", lambda x: x * Tensor(np.arange(4)), X, B, "Mul"),  # cast eagerly
     ("promoted-bool-mask", lambda flag, x: F.concat([flag * x, flag], axis=-1),
      {"flag": ("batch", 4), "x": ("batch", 4)}, B, "Cast"),
@@ -96,6 +98,12 @@ CASES = [
     ("cast-to-float64", lambda x: x.astype(np.float64), X, B, "Cast"),
     ("cast-ids-to-float", lambda ids: ids.astype(np.float32) * 0.5, {"ids": ("batch", 3)}, B, "Cast"),
 ]
+
+
+def _diagonal_doubled(x):
+    y = x * 1.0
+    y.diagonal(0, 1, 2).mul_(2.0)  # a view: the write reaches y (as PyTorch's CopySlices)
+    return y
 
 
 @pytest.mark.parametrize("fn, inputs, sizes, op_type", [c[1:] for c in CASES],

@@ -195,21 +195,43 @@ def diagonal(x: Tensor, offset: Any = 0, dim1: Any = 0, dim2: Any = 1) -> Tensor
     length = max(0, min(rows - first_row, cols - first_col))
     result = moved[..., np.arange(first_row, first_row + length),
                    np.arange(first_col, first_col + length)]
-    return _as_view(result, x, np.diagonal(x._data, int(offset), a, b), "diagonal")
+    attrs = {"offset": int(offset), "dim1": a, "dim2": b}
+    return _as_view(result, x, np.diagonal(x._data, int(offset), a, b), "diagonal", attrs)
 
 
-def _as_view(result: Tensor, x: Tensor, view: np.ndarray, op: str) -> Tensor:
+def _as_view(result: Tensor, x: Tensor, view: np.ndarray, op: str, attrs: dict) -> Tensor:
     """`result` (whose record computes it from x) made to hold `view`, the same values in x's
     own storage, as PyTorch's view: a write into either is seen by the other. Its record stays
-    the composition that made it (autograd and a trace follow it); a recorded write into it is
-    refused (`op` is no view a write can be recorded through), and a recorded write into x
-    leaves it stale, refused when next used (versions.py)."""
+    the composition that made it (autograd and a trace follow it); a recorded write into it
+    gives x the history of `diagonal_put` (inplace.py), and a recorded write into x leaves it
+    stale, refused when next used (versions.py)."""
     if x._data.flags.writeable:  # (numpy makes a diagonal read-only; x's storage is not)
         view.flags.writeable = True
     result._data = view
     counter = x._version_counter()
-    result._counter, result._seen, result._view_of = counter, counter.rebases, (x, op, {})
+    result._counter, result._seen, result._view_of = counter, counter.rebases, (x, op, attrs)
     return result
+
+
+def diagonal_put(base: Tensor, values: Tensor, *, offset: int, dim1: int, dim2: int) -> Tensor:
+    """base with its diagonal (`diagonal(offset, dim1, dim2)`) replaced by values (..., length):
+    the base's history after a recorded write through its diagonal (PyTorch's CopySlices: the
+    written places' gradient goes to the values, the rest to base). Recorded as primitives: the
+    values gathered to their places (a spare zero for the others) and a `where`."""
+    moved = base.movedim((dim1, dim2), (-2, -1))
+    rows, cols = moved._data.shape[-2:]
+    length = values._data.shape[-1]
+    first_row, first_col = max(-offset, 0), max(offset, 0)
+    steps = np.arange(length)
+    places = np.full(rows * cols, length, np.int64)         # each flat place's value (or spare)
+    places[(first_row + steps) * cols + first_col + steps] = steps
+    # a zero per row of the values, of their shape at any size (a trace's symbolic axes too)
+    spare = apply("full_like", values.sum(-1, keepdim=True), value=0, dtype=values.dtype.str)
+    padded = apply("concat", values, spare, axis=values.ndim - 1)
+    spread = apply("gather", padded, Tensor(places), axis=values.ndim - 1)
+    spread = spread.reshape(tuple(moved.shape[:-2]) + (rows, cols))
+    written = Tensor((places < length).reshape(rows, cols))
+    return apply("where", written, spread, moved).movedim((-2, -1), (dim1, dim2))
 
 
 _diagonal = diagonal  # (diag's argument is named diagonal, as PyTorch's)
