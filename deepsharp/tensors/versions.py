@@ -51,11 +51,15 @@ VALUES_READ: dict[str, tuple[int, ...]] = {
     "add": (), "sub": (), "neg": (), "reshape": (), "transpose": (), "slice": (), "expand": (),
     "concat": (), "copy": (), "cast": (), "sum": (), "mean": (), "setitem": (), "arange": (),
     "gather": (1,), "where": (0,),
+    # shapes, indices or saved values only (PyTorch's backward keeps no more of them either)
+    "cumsum": (), "pad": (), "roll": (), "tile": (), "trilu": (), "sign": (), "floor": (),
+    "ceil": (), "round": (), "trunc": (), "avg_pool": (), "adaptive_avg_pool": (),
+    "sort": (), "topk": (), "take_along_axis": (1,), "embedding": (1,),
 }
 
 # Inputs whose values a rule of any number of inputs never reads (the rest it may): index_nd's
 # backward reads the indices, not the tensor indexed (PyTorch's IndexBackward keeps its shape).
-VALUES_UNREAD: dict[str, tuple[int, ...]] = {"index_nd": (0,)}
+VALUES_UNREAD: dict[str, tuple[int, ...]] = {"index_nd": (0,), "index_put": (0, 1)}
 
 
 # Inputs whose values a rule reads only for the gradient of other inputs: x's values in x * w

@@ -9,7 +9,13 @@ import tests.cases  # noqa: F401  (registers the cases)
 from deepsharp.errors import OpError
 from deepsharp.tensors import PRIMITIVES, Tensor, apply, float64, primitive
 from tests.support import assert_gradients
+from deepsharp.tensors.versions import reads
 from tests.support.cases import CASES
+
+
+def _claims_unread(name: str) -> bool:
+    """Whether versions.py says some input's values are not read by `name`'s backward."""
+    return name in PRIMITIVES and any(not reads(name, k) for k in range(8))
 
 
 @pytest.mark.parametrize("name, build", [(n, b) for n, _, b in CASES], ids=[i for _, i, _ in CASES])
@@ -112,3 +118,27 @@ def test_broken_backward_is_caught_by_the_check():
             assert_gradients(lambda t: apply("relu", t).sum(), [np.array([0.5, -0.3, 1.2])])
     finally:
         PRIMITIVES["relu"] = original
+
+
+@pytest.mark.parametrize("name, build", [(n, b) for n, _, b in CASES if _claims_unread(n)],
+                         ids=[i for n, i, _ in CASES if _claims_unread(n)])
+def test_inputs_a_backward_is_said_not_to_read_are_not_read(name, build):
+    """versions.py lets a write into an input its backward does not read pass (as PyTorch's
+    saved tensors do): the rule must give the same gradients with those inputs' values spoiled
+    (NaN in the float ones, shapes and dtypes kept)."""
+    arrays, attrs = build()
+    with float64():
+        tensors = [Tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+        result = apply(name, *tensors, **attrs)
+    record = (result[0] if isinstance(result, tuple) else result).record
+    outputs = result if isinstance(result, tuple) else (result,)
+    grads = tuple(np.ones(o.shape, o.dtype) if o.dtype.kind == "f" else None for o in outputs)
+    grads = grads if isinstance(result, tuple) else grads[0]
+    rule = PRIMITIVES[name].backward
+    first = rule(grads, record.saved, *[t._data for t in tensors], **record.attrs)
+    spoiled = [np.full_like(a, np.nan) if a.dtype.kind == "f" and not reads(name, k) else a
+               for k, a in enumerate(arrays)]
+    second = rule(grads, record.saved, *spoiled, **record.attrs)
+    for a, b in zip(first, second):
+        if a is not None:
+            np.testing.assert_array_equal(a, b)

@@ -112,3 +112,20 @@ def test_a_diagonal_of_a_read_only_tensor_stays_read_only():
     base = Tensor(np.broadcast_to(np.arange(4, dtype=np.float32), (4, 4)))
     with pytest.raises(OpError, match="read-only"):
         base.diagonal().add_(1.0)
+
+
+@pytest.mark.parametrize("make, mask", [
+    (lambda y: y.tril(), np.tril(np.ones((3, 4)))),
+    (lambda y: y.tile((1, 2))[:, :4], np.ones((3, 4))),
+    (lambda y: y[[0, 2], 1], np.isin(np.arange(12).reshape(3, 4), [1, 9]).astype(float)),
+    (lambda y: y.cumsum(1)[:, -1], np.ones((3, 4))),
+])
+def test_a_write_after_an_operation_whose_gradient_needs_no_values_is_not_refused(make, mask):
+    """As PyTorch: tril, tile, indexing and cumsum keep no values for their gradient, so a
+    write into their input afterwards leaves their backward whole."""
+    x = Tensor(X.copy(), requires_grad=True)
+    y = x * 1.0
+    z = make(y)
+    y.mul_(2.0)
+    (z.sum() + y.sum()).backward()
+    np.testing.assert_array_equal(x.grad, mask + 2.0)
