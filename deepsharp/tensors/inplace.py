@@ -254,8 +254,8 @@ def _check_writable(tensor: Tensor, what: str) -> None:
         if op not in _INVERSE_VIEWS:
             raise refuse_write(tensor, f"{what}: the tensor is a view ({op}) of {describe(base)}; "
                                f"a write into it cannot be recorded on that tensor (views made "
-                               f"by reshape, transpose, slicing or diagonal can be written); write into a "
-                               f"copy (x.clone())")
+                               f"by reshape, transpose, slicing or diagonal can be written); "
+                               f"write into a copy (x.clone())")
         if base.requires_grad and modes.grad_enabled() and written.record is None:
             raise refuse_write(tensor, f"{what}: the tensor is a view, made while gradients were "
                                f"not recorded (no_grad), of {describe(base)}, which requires "

@@ -343,7 +343,8 @@ class Tensor(TensorMethods):
             return apply("gather", self, as_tensor(index), axis=axis)
         position, size = keywords.integer("select", "index", index), self._data.shape[axis]
         if not -size <= position < size:
-            raise OpError(f"select: index {position} is out of range for axis {axis} of size {size}")
+            raise OpError(f"select: index {position} is out of range for axis {axis} of size "
+                          f"{size}")
         return self[(slice(None),) * axis + (position,)]
 
     def __getitem__(self, index: Any) -> "Tensor":
