@@ -415,3 +415,23 @@ def _in_place_twin(name: str):
 
 for _name in IN_PLACE:
     setattr(Tensor, f"{_name}_", _in_place_twin(_name))
+
+
+# `x //= y`, `%=`, `**=`, `&=`, `|=`, `^=` write into x, as PyTorch's do: without these Python
+# rebinds x to a new tensor, so a view of x, or another name for it, would not see the change
+AUGMENTED = {"__ifloordiv__": ("__floordiv__", "//="), "__imod__": ("__mod__", "%="),
+             "__ipow__": ("__pow__", "**="), "__iand__": ("__and__", "&="),
+             "__ior__": ("__or__", "|="), "__ixor__": ("__xor__", "^=")}
+
+
+def _augmented(name: str, operator: str, what: str):
+    def method(self: Tensor, other: Any) -> Tensor:
+        return rewrite(self, f"x {what} y", getattr(type(self), operator), other)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"`x {what} y` written into x, as PyTorch's."
+    return method
+
+
+for _name, (_operator, _what) in AUGMENTED.items():
+    setattr(Tensor, _name, _augmented(_name, _operator, _what))

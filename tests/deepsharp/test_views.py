@@ -129,3 +129,42 @@ def test_a_write_after_an_operation_whose_gradient_needs_no_values_is_not_refuse
     y.mul_(2.0)
     (z.sum() + y.sum()).backward()
     np.testing.assert_array_equal(x.grad, mask + 2.0)
+
+
+@pytest.mark.parametrize("write, expected", [
+    (lambda v: v.__ifloordiv__(2), np.floor_divide(X[1], 2)),
+    (lambda v: v.__imod__(3), np.mod(X[1], 3)),
+    (lambda v: v.__ipow__(2), X[1] ** 2),
+])
+def test_augmented_floor_division_remainder_and_power_write_into_the_tensor(write, expected):
+    """`v //= 2`, `v %= 3`, `v **= 2` are in place, as PyTorch's: the base v views sees them
+    (Python alone would rebind v to a new tensor and leave the base as it was)."""
+    y = Tensor(X.copy())
+    v = y[1]
+    alias = v
+    v = write(v)
+    assert v is alias
+    np.testing.assert_array_equal(y.numpy()[1], expected)
+
+
+def test_augmented_bitwise_operators_write_into_the_tensor():
+    y = Tensor(np.array([[6, 3], [5, 12]]))
+    v = y[:, 1]
+    v &= 6
+    v |= 8
+    v ^= 1
+    np.testing.assert_array_equal(y.numpy(), [[6, ((3 & 6) | 8) ^ 1], [5, ((12 & 6) | 8) ^ 1]])
+
+
+def test_a_recorded_augmented_power_has_the_powers_gradient():
+    x = Tensor(X.copy(), requires_grad=True)
+    y = x * 1.0
+    y **= 2
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad, 2 * X)
+
+
+def test_an_augmented_floor_division_of_integers_by_a_float_is_refused_as_pytorch_refuses_it():
+    y = Tensor(np.array([5, 7]))
+    with pytest.raises(OpError, match="cannot be written into a tensor of type int64"):
+        y //= 0.5

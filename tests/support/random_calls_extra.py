@@ -178,7 +178,8 @@ def _first_axis(index: np.ndarray, shape) -> np.ndarray:
 
 
 IN_PLACE = ["add_", "sub_", "mul_", "div_", "clamp_", "fill_", "zero_", "copy_", "masked_fill_",
-            "pow_", "exp_", "relu_", "neg_", "sigmoid_", "tanh_", "sqrt_"]
+            "pow_", "exp_", "relu_", "neg_", "sigmoid_", "tanh_", "sqrt_", "__ifloordiv__",
+            "__imod__", "__ipow__"]
 
 
 def through_views(g) -> Call:
@@ -203,7 +204,8 @@ def through_views(g) -> Call:
              "diagonal": lambda y: y.diagonal(0, 0, -1)}
     name = IN_PLACE[int(g.integers(0, len(IN_PLACE)))]
     args = {"add_": (1.5,), "sub_": (0.25,), "mul_": (-2.0,), "div_": (4.0,),
-            "clamp_": (-0.5, 0.5), "fill_": (0.75,), "pow_": (2,)}.get(name, ())
+            "clamp_": (-0.5, 0.5), "fill_": (0.75,), "pow_": (2,), "__ifloordiv__": (0.5,),
+            "__imod__": (0.75,), "__ipow__": (3,)}.get(name, ())
     arrays = [x]
     partner = None
     if name in ("add_", "mul_", "copy_", "masked_fill_") and g.random() < 0.6 or \
