@@ -79,18 +79,31 @@ def leaky_relu(x: Tensor, slope: float = 0.01) -> Tensor:
     return apply("leaky_relu", x, slope=float(slope))
 
 
-def softplus(x: Tensor) -> Tensor:
-    return apply("softplus", x)
+def softplus(x: Tensor, beta: Any = 1.0, threshold: Any = 20.0) -> Tensor:
+    """PyTorch's softplus: log(1 + e^(beta x)) / beta, and x itself where beta x > threshold.
+    At beta 1 and a threshold of 20 or more it is the softplus primitive alone (log(1 + e^x)
+    above 20 is x in float32, its gradient 1)."""
+    beta = kw.number("softplus", "beta", beta)
+    threshold = kw.number("softplus", "threshold", threshold)
+    if beta == 1 and threshold >= 20:
+        return apply("softplus", x)
+    scaled = x * beta
+    smooth = apply("softplus", scaled) / beta if beta != 1 else apply("softplus", scaled)
+    return where(scaled > threshold, x, smooth)
 
 
-def softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+def softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None,
+            dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim` (the last axis when not given: PyTorch's implicit
-    choice, deprecated there, is not followed)."""
+    choice, deprecated there, is not followed); x cast to `dtype` first when given."""
+    x = x if dtype is None else x.to(dtype)
     kw.floating("softmax", x)
     return apply("softmax", x, axis=kw.one_dim("softmax", dim, axis, x.ndim, default=-1))
 
 
-def log_softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+def log_softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None,
+                dtype: Any = None) -> Tensor:
+    x = x if dtype is None else x.to(dtype)
     kw.floating("log_softmax", x)
     return apply("log_softmax", x, axis=kw.one_dim("log_softmax", dim, axis, x.ndim, default=-1))
 

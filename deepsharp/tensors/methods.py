@@ -45,10 +45,15 @@ def _apply(op: str, *inputs: Any, **attrs: Any) -> Any:
 
 
 def _reduction(name: str):
-    """The method calling `api.reduce.<name>(self, dim, keepdim, axis=, keepdims=)`."""
-
-    def method(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-        return getattr(api.reduce, name)(self, dim, keepdim, axis=axis, keepdims=keepdims)
+    """The method calling `api.reduce.<name>(self, dim, keepdim, axis=, keepdims=)` (and
+    `dtype=` for sum, mean and prod, as PyTorch's)."""
+    if name in ("sum", "mean", "prod"):
+        def method(self, dim=None, keepdim=None, *, axis=None, keepdims=None, dtype=None):
+            return getattr(api.reduce, name)(self, dim, keepdim, axis=axis, keepdims=keepdims,
+                                             dtype=dtype)
+    else:
+        def method(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
+            return getattr(api.reduce, name)(self, dim, keepdim, axis=axis, keepdims=keepdims)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"See deepsharp.tensors.api.reduce.{name}."
@@ -182,15 +187,15 @@ class TensorMethods:
 
     clip = clamp
 
-    def softmax(self, dim=None, *, axis=None):
+    def softmax(self, dim=None, *, axis=None, dtype=None):
         from deepsharp import functional
 
-        return functional.softmax(self, dim, axis=axis)
+        return functional.softmax(self, dim, axis=axis, dtype=dtype)
 
-    def log_softmax(self, dim=None, *, axis=None):
+    def log_softmax(self, dim=None, *, axis=None, dtype=None):
         from deepsharp import functional
 
-        return functional.log_softmax(self, dim, axis=axis)
+        return functional.log_softmax(self, dim, axis=axis, dtype=dtype)
 
     def matmul(self, other): return api.arithmetic.matmul(self, other)
     def mm(self, other): return api.arithmetic.mm(self, other)
@@ -222,8 +227,11 @@ class TensorMethods:
     def norm(self, p="fro", dim=None, keepdim=None, dtype=None, *, axis=None, keepdims=None):
         return api.arithmetic.norm(self, p, dim, keepdim, dtype, axis=axis, keepdims=keepdims)
 
-    def cumsum(self, dim=None, *, axis=None): return api.reduce.cumsum(self, dim, axis=axis)
-    def cumprod(self, dim=None, *, axis=None): return api.reduce.cumprod(self, dim, axis=axis)
+    def cumsum(self, dim=None, *, axis=None, dtype=None):
+        return api.reduce.cumsum(self, dim, axis=axis, dtype=dtype)
+
+    def cumprod(self, dim=None, *, axis=None, dtype=None):
+        return api.reduce.cumprod(self, dim, axis=axis, dtype=dtype)
 
     # -- axes and shapes --------------------------------------------------------------------
     def transpose(self, *dims): return api.shape.transpose(self, *dims)
