@@ -88,8 +88,7 @@ def softplus(x: Tensor, beta: Any = 1.0, threshold: Any = 20.0) -> Tensor:
     if beta == 1 and threshold >= 20:
         return apply("softplus", x)
     scaled = x * beta
-    smooth = apply("softplus", scaled) / beta if beta != 1 else apply("softplus", scaled)
-    return where(scaled > threshold, x, smooth)
+    return where(scaled > threshold, x, apply("softplus", scaled) / beta)
 
 
 def softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None,
