@@ -32,6 +32,7 @@ from deepsharp.tensors.api.reduce import (  # noqa: F401
     all, amax, amin, any, argmax, argmin, cumprod, cumsum, logsumexp, max, mean, min, prod,
     std, sum, var,
 )
+from deepsharp.tensors.api.reduce import cast_first as _cast_first
 from deepsharp.tensors.api.scatter import (  # noqa: F401
     index_add, index_copy, index_fill, index_put, scatter, scatter_add, scatter_reduce,
 )
@@ -95,14 +96,14 @@ def softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None,
             dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim` (the last axis when not given: PyTorch's implicit
     choice, deprecated there, is not followed); x cast to `dtype` first when given."""
-    x = x if dtype is None else x.to(dtype)
+    x = _cast_first(x, dtype)
     kw.floating("softmax", x)
     return apply("softmax", x, axis=kw.one_dim("softmax", dim, axis, x.ndim, default=-1))
 
 
 def log_softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None,
                 dtype: Any = None) -> Tensor:
-    x = x if dtype is None else x.to(dtype)
+    x = _cast_first(x, dtype)
     kw.floating("log_softmax", x)
     return apply("log_softmax", x, axis=kw.one_dim("log_softmax", dim, axis, x.ndim, default=-1))
 

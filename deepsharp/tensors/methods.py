@@ -45,15 +45,12 @@ def _apply(op: str, *inputs: Any, **attrs: Any) -> Any:
 
 
 def _reduction(name: str):
-    """The method calling `api.reduce.<name>(self, dim, keepdim, axis=, keepdims=)` (and
-    `dtype=` for sum, mean and prod, as PyTorch's)."""
-    if name in ("sum", "mean", "prod"):
-        def method(self, dim=None, keepdim=None, *, axis=None, keepdims=None, dtype=None):
-            return getattr(api.reduce, name)(self, dim, keepdim, axis=axis, keepdims=keepdims,
-                                             dtype=dtype)
-    else:
-        def method(self, dim=None, keepdim=None, *, axis=None, keepdims=None):
-            return getattr(api.reduce, name)(self, dim, keepdim, axis=axis, keepdims=keepdims)
+    """The method calling `api.reduce.<name>(self, dim, keepdim, axis=, keepdims=, ...)` (the
+    rest as the function takes them: `dtype=` for sum, mean and prod, as PyTorch's)."""
+
+    def method(self, dim=None, keepdim=None, *, axis=None, keepdims=None, **options):
+        return getattr(api.reduce, name)(self, dim, keepdim, axis=axis, keepdims=keepdims,
+                                         **options)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"See deepsharp.tensors.api.reduce.{name}."

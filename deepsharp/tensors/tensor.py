@@ -341,11 +341,10 @@ class Tensor(TensorMethods):
         axis = keywords.axis("select", dim, self.ndim)
         if live(index) or isinstance(index, Tensor):
             return apply("gather", self, as_tensor(index), axis=axis)
-        position, size = keywords.integer("select", "index", index), self._data.shape[axis]
-        if not -size <= position < size:
-            raise OpError(f"select: index {position} is out of range for axis {axis} of size "
-                          f"{size}")
-        return self[(slice(None),) * axis + (position,)]
+        from deepsharp.tensors.indexing import getitem
+
+        position = keywords.integer("select", "index", index)
+        return getitem(self, (slice(None),) * axis + (position,), op="select")
 
     def __getitem__(self, index: Any) -> "Tensor":
         from deepsharp.tensors.indexing import getitem

@@ -89,7 +89,7 @@ CASES = [
     ("select-last-step", lambda x: x.select(1, -1), XS, BT, "Slice"),  # a view, as PyTorch's
     ("select-first-step", lambda x: x.select(1, 0), XS, BT, "Slice"),
     ("write-through-a-diagonal", lambda x: _diagonal_doubled(x), {"x": ("batch", 3, 3)}, B,
-     "Where"),
+     "ScatterND"),
     ("promoted-by-an-int-constant", lambda x: x * Tensor(np.arange(4)), X, B, "Mul"),  # cast eagerly
     ("promoted-bool-mask", lambda flag, x: F.concat([flag * x, flag], axis=-1),
      {"flag": ("batch", 4), "x": ("batch", 4)}, B, "Cast"),

@@ -26,7 +26,7 @@ def _over(op: str, primitive: str, x: Tensor, dim: Any, keepdim: Any, axis: Any,
     return apply(primitive, x, axes=axes, keepdims=int(kw.keep(op, keepdim, keepdims)), **attrs)
 
 
-def _as(x: Tensor, dtype: Any) -> Tensor:
+def cast_first(x: Tensor, dtype: Any) -> Tensor:
     """x cast to `dtype` first when one is given (PyTorch's `dtype=` of sum, mean, prod, cumsum,
     cumprod, softmax and log_softmax: "the input is cast to dtype before the operation")."""
     return x if dtype is None else x.to(dtype)
@@ -34,11 +34,11 @@ def _as(x: Tensor, dtype: Any) -> Tensor:
 
 def sum(x, dim=None, keepdim=None, *, axis=None, keepdims=None, dtype=None):
     """The sum over `dim` (every axis when None)."""
-    return _over("sum", "sum", _as(x, dtype), dim, keepdim, axis, keepdims)
+    return _over("sum", "sum", cast_first(x, dtype), dim, keepdim, axis, keepdims)
 
 
 def mean(x, dim=None, keepdim=None, *, axis=None, keepdims=None, dtype=None):
-    x = _as(x, dtype)
+    x = cast_first(x, dtype)
     kw.floating("mean", x)
     return _over("mean", "mean", x, dim, keepdim, axis, keepdims)
 
@@ -104,7 +104,7 @@ def argmin(x, dim=None, keepdim=None, *, axis=None, keepdims=None):
 
 
 def prod(x, dim=None, keepdim=None, *, axis=None, keepdims=None, dtype=None):
-    return _over("prod", "prod", _as(x, dtype), dim, keepdim, axis, keepdims)
+    return _over("prod", "prod", cast_first(x, dtype), dim, keepdim, axis, keepdims)
 
 
 def _correction(op: str, unbiased: Any, correction: Any, ddof: Any) -> float:
@@ -164,11 +164,11 @@ def _scan(op: str, x, dim, axis):
 
 def cumsum(x, dim=None, *, axis=None, dtype=None):
     """Running sums along `dim` (bool and integer values sum as int64)."""
-    return _scan("cumsum", _as(x, dtype), dim, axis)
+    return _scan("cumsum", cast_first(x, dtype), dim, axis)
 
 
 def cumprod(x, dim=None, *, axis=None, dtype=None):
-    return _scan("cumprod", _as(x, dtype), dim, axis)
+    return _scan("cumprod", cast_first(x, dtype), dim, axis)
 
 
 __all__ = ["ValuesIndices", "all", "amax", "amin", "any", "argmax", "argmin", "cumprod", "cumsum",

@@ -216,22 +216,14 @@ def _as_view(result: Tensor, x: Tensor, view: np.ndarray, op: str, attrs: dict) 
 def diagonal_put(base: Tensor, values: Tensor, *, offset: int, dim1: int, dim2: int) -> Tensor:
     """base with its diagonal (`diagonal(offset, dim1, dim2)`) replaced by values (..., length):
     the base's history after a recorded write through its diagonal (PyTorch's CopySlices: the
-    written places' gradient goes to the values, the rest to base). Recorded as primitives: the
-    values gathered to their places (a spare zero for the others) and a `where`."""
-    moved = base.movedim((dim1, dim2), (-2, -1))
-    rows, cols = moved._data.shape[-2:]
+    written places' gradient goes to the values, the rest to base). The write is index_put's
+    (the same as `x[i, j] = v`'s), the two axes moved first and back."""
+    moved = base.movedim((dim1, dim2), (0, 1))
     length = values._data.shape[-1]
-    first_row, first_col = max(-offset, 0), max(offset, 0)
     steps = np.arange(length)
-    places = np.full(rows * cols, length, np.int64)         # each flat place's value (or spare)
-    places[(first_row + steps) * cols + first_col + steps] = steps
-    # a zero per row of the values, of their shape at any size (a trace's symbolic axes too)
-    spare = apply("full_like", values.sum(-1, keepdim=True), value=0, dtype=values.dtype.str)
-    padded = apply("concat", values, spare, axis=values.ndim - 1)
-    spread = apply("gather", padded, Tensor(places), axis=values.ndim - 1)
-    spread = spread.reshape(tuple(moved.shape[:-2]) + (rows, cols))
-    written = Tensor((places < length).reshape(rows, cols))
-    return apply("where", written, spread, moved).movedim((-2, -1), (dim1, dim2))
+    rows, cols = (Tensor(steps + max(-offset, 0)), Tensor(steps + max(offset, 0)))
+    written = apply("index_put", moved, values.movedim(-1, 0), rows, cols, accumulate=False)
+    return written.movedim((0, 1), (dim1, dim2))
 
 
 _diagonal = diagonal  # (diag's argument is named diagonal, as PyTorch's)
