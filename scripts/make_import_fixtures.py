@@ -247,6 +247,23 @@ class SelfAttention(nn.Module):
         return self.fc(y.mean(dim=1))
 
 
+class ProjectedAttention(nn.Module):
+    """A linear projection, then nn.MultiheadAttention without its weights (need_weights=False:
+    PyTorch's scaled_dot_product_attention path, which torch.export writes with the shapes read
+    from the projection's input), the mean over the steps, a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.projection = nn.Linear(5, 12)
+        self.attention = nn.MultiheadAttention(12, 2, batch_first=True)
+        self.fc = nn.Linear(12, 3)
+
+    def forward(self, x):
+        p = self.projection(x)
+        y, _ = self.attention(p, p, p, need_weights=False)
+        return self.fc(y.mean(dim=1))
+
+
 def _ids(shape: tuple[int, ...], vocabulary: int) -> Callable[[torch.Generator], torch.Tensor]:
     return lambda g: torch.randint(0, vocabulary, shape, generator=g)
 
@@ -277,12 +294,13 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "encoder": (lambda: Encoder("relu"), _normal(BATCH, 5, 16), {1: "steps"}, {1: "steps"}),
     "encoder_gelu": (lambda: Encoder("gelu"), _normal(BATCH, 5, 16), {1: "steps"}, {1: "steps"}),
     "attention": (SelfAttention, _normal(BATCH, 6, 12), {1: "steps"}, {}),
+    "attention_fast": (ProjectedAttention, _normal(BATCH, 6, 5), {1: "steps"}, {}),
 }
 
 
 # graphs beyond opsets 13, 17 and 18: the encoders' attention needs 14 in TorchScript; at 20 GELU
 # is one node
-EXTRA = {"encoder": ("ts14",), "encoder_gelu": ("ts14", "ts20", "dynamo20"),
+EXTRA = {"encoder": ("ts14",), "attention_fast": ("ts14",), "encoder_gelu": ("ts14", "ts20", "dynamo20"),
          "layer_norm": ("ts20", "dynamo20"), "mlp_gelu_tanh": ("ts20", "dynamo20")}
 
 

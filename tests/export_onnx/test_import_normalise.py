@@ -156,7 +156,8 @@ def test_normalising_keeps_the_numbers_of_every_pytorch_fixture():
     fused nodes evaluated at opset 20, where Gelu exists)."""
     from tests.support.foreign import FOREIGN, Foreign
 
-    for name in ("layer_norm.ts13", "cnn_view.ts17", "lstm2.dynamo18", "encoder.ts17"):
+    for name in ("layer_norm.ts13", "cnn_view.ts17", "lstm2.dynamo18", "encoder.ts17",
+                 "attention_fast.dynamo18"):
         case = Foreign.load(name)
         normalised = normalise(case.model)
         _at_opset(normalised, 20)
@@ -177,3 +178,77 @@ def _at_opset(model: onnx.ModelProto, opset: int) -> None:
     del model.opset_import[:]
     model.opset_import.append(helper.make_opsetid("", opset))
     model.ir_version = 9
+
+
+def _shape(name: str, start: int, end: int) -> onnx.NodeProto:
+    return helper.make_node("Shape", ["x"], [name], start=start, end=end)
+
+
+@pytest.mark.parametrize("turned", [True, False])
+def test_a_turn_of_the_last_two_axes_written_through_three_dimensions(turned):
+    """torch.export writes k.transpose(-2, -1) of (batch, heads, steps, width) as Reshape to
+    [-1, steps, width], Transpose [0, 2, 1], Reshape to [batch, heads, width, steps]: one
+    Transpose. Reshaping back in the first order is a reinterpretation, left as it is."""
+    last = [_shape("bh", 0, 2), _shape("w", 3, 4), _shape("t", 2, 3)]
+    back = ["bh", "w", "t"] if turned else ["bh", "t", "w"]
+    nodes = [_shape("tw", 2, 4), helper.make_node("Concat", ["minus", "tw"], ["into"], axis=0),
+             helper.make_node("Reshape", ["x", "into"], ["flat"]),
+             helper.make_node("Transpose", ["flat"], ["turned"], perm=[0, 2, 1]), *last,
+             helper.make_node("Concat", back, ["back"], axis=0),
+             helper.make_node("Reshape", ["turned", "back"], ["r"]),
+             helper.make_node("Tanh", ["r"], ["y"])]
+    out = ("batch", 2, 4, "steps") if turned else ("batch", 2, "steps", 4)
+    model = graph(nodes, [("minus", np.array([-1], np.int64))], opset=18,
+                  in_dims=("batch", 2, "steps", 4), out_dims=out)
+    normalised = normalise(model)
+    ops = [(n.op_type, [list(a.ints) for a in n.attribute]) for n in normalised.graph.node]
+    if turned:
+        assert ops == [("Transpose", [[0, 1, 3, 2]]), ("Tanh", [])]
+    else:
+        assert [op for op, _ in ops].count("Reshape") == 2
+    for size in ((1, 2, 3, 4), (3, 2, 5, 4)):
+        x = RNG.standard_normal(size).astype(np.float32)
+        np.testing.assert_allclose(run_graph(normalised, x), run_graph(model, x), rtol=0, atol=0)
+
+
+def test_a_shape_is_read_after_the_projection_that_keeps_its_axes():
+    """Shape(x) of (batch, steps) reads x's projection (MatMul by a constant, Add of a bias)
+    instead, where a reader starting at the projection finds it; Shape(x) of the last axis,
+    which the MatMul changes, stays on x. The Reshape the shapes make (allowzero=1, its entries
+    copies of axes) becomes a constant one."""
+    from deepsharp_export_onnx.read.normalise import annotate
+    from deepsharp_export_onnx.read.normalise.graph import Graph
+    from deepsharp_export_onnx.read.normalise.shapes import late_shapes, resolve_reshapes
+
+    nodes = [_shape("bt", 0, 2), helper.make_node("Squeeze", ["width", "zero"], ["w0"]),
+             helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["z"]),
+             helper.make_node("Concat", ["bt", "two"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["z", "shape"], ["y"], allowzero=1), _shape("width", 2, 3)]
+    ints = TensorProto.INT64
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "steps", 2]),
+               helper.make_tensor_value_info("w0", ints, [])]
+    inits = [("w", W), ("b", B), ("two", np.array([2], np.int64)), ("zero", np.array([0], np.int64))]
+    model = graph(nodes, inits, opset=18, in_dims=("batch", "steps", 3), outputs=outputs)
+    g = Graph(model, outputs)
+    annotate(g)
+    assert late_shapes(g) and resolve_reshapes(g)
+    shapes = {n.output[0]: n.input[0] for n in g.nodes if n.op_type == "Shape"}
+    assert shapes == {"bt": "z", "width": "x"}
+    reshape = next(n for n in g.nodes if n.op_type == "Reshape")
+    assert g.constant(reshape.input[1]).tolist() == [0, 0, 2]
+    g.prune()
+    after = g.to_model()
+    onnx.checker.check_model(after)
+    assert sorted(n.op_type for n in after.graph.node) == ["Add", "MatMul", "Reshape", "Shape",
+                                                           "Squeeze"]
+    for size in ((1, 1, 3), (4, 5, 3)):
+        x = RNG.standard_normal(size).astype(np.float32)
+        for ours, theirs in zip(_every_output(after, x), _every_output(model, x)):
+            np.testing.assert_array_equal(ours, theirs)
+
+
+def _every_output(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})

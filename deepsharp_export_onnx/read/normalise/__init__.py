@@ -9,9 +9,10 @@ set becomes an equivalent graph in one form per layer.
 2. `Constant` nodes become named constants (fold.py).
 3. Every value is annotated: onnx's shape inference, run at two probe sizes of the input's
    symbols (the tape's `annotate_bare_values`), tells numbers from symbols.
-4. Until nothing changes: constant-only nodes are folded, shapes computed from `Shape` nodes are
-   written as constants (shapes.py), no-ops are dropped and one form is given to what exporters
-   write several ways (rewrite.py), and decompositions are fused (fuse.py); dead nodes go.
+4. Until nothing changes: constant-only nodes are folded, `Shape` nodes read as late as they
+   can and the shapes computed from them written as constants (shapes.py), no-ops are dropped
+   and one form is given to what exporters write several ways (rewrite.py), and decompositions
+   are fused (fuse.py); dead nodes go.
 
 Every step is exact: the normalised graph computes what the graph did.
 """
@@ -27,7 +28,9 @@ from deepsharp_export_onnx.read.normalise.fuse import FUSIONS
 from deepsharp_export_onnx.read.normalise.graph import Graph
 from deepsharp_export_onnx.read.normalise.rewrite import REWRITES
 from deepsharp_export_onnx.read.normalise.series import batch_first_series
-from deepsharp_export_onnx.read.normalise.shapes import resolve_reshapes
+from deepsharp_export_onnx.read.normalise.shapes import (
+    late_shapes, resolve_reshapes, transposes_through_reshapes,
+)
 from deepsharp_export_onnx.inference import infer_shapes
 
 ROUNDS = 12
@@ -49,7 +52,8 @@ def normalise(model: onnx.ModelProto, output: str | None = None,
         annotate(g)
         for _ in range(ROUNDS):
             changed = False
-            for rule in (fold, resolve_reshapes, *REWRITES, *FUSIONS):
+            for rule in (fold, late_shapes, resolve_reshapes, transposes_through_reshapes,
+                         *REWRITES, *FUSIONS):
                 step = rule.__name__
                 changed |= rule(g)
             g.prune()

@@ -8,6 +8,7 @@ replaces nodes keeps the last output's name, so the dims already found stay true
 
 from __future__ import annotations
 
+import heapq
 from typing import Any, Iterable
 
 import numpy as np
@@ -158,6 +159,28 @@ class Graph:
             value = self.constant(node.input[index])
             return None if value is None else [int(v) for v in value.reshape(-1)]
         return None
+
+    def sort(self) -> None:
+        """Put the nodes in an order where each comes after the producers of its inputs, keeping
+        the present order wherever it already is one (Kahn's, the earliest ready node first)."""
+        made = {o: i for i, n in enumerate(self.nodes) for o in n.output if o}
+        waits = [{made[v] for v in n.input if v in made} for n in self.nodes]
+        readers: dict[int, list[int]] = {}
+        for i, needs in enumerate(waits):
+            for j in needs:
+                readers.setdefault(j, []).append(i)
+        ready = [i for i, needs in enumerate(waits) if not needs]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            i = heapq.heappop(ready)
+            order.append(self.nodes[i])
+            for k in readers.get(i, []):
+                waits[k].discard(i)
+                if not waits[k]:
+                    heapq.heappush(ready, k)
+        if len(order) == len(self.nodes):  # a cycle keeps the order it came in (refused later)
+            self.nodes = order
 
     def prune(self) -> None:
         """Keep only the nodes the outputs need."""

@@ -3,6 +3,16 @@ Concat and Reshape; this pass follows such integer vectors symbolically (each en
 axis of some value, or a product of entries) and writes a Reshape's shape as the constant it
 stands for: an axis of the reshaped value kept in place becomes 0 (copy it), one entry left
 unknown becomes -1. The nodes that computed the shape are then dead and pruned.
+
+It also gives one form to a turn of the last two axes written through three dimensions
+(PyTorch's torch.export writes `k.transpose(-2, -1)` of a rank-4 value so): Reshape to
+[-1, a, b] of a value whose last two axes are a and b, Transpose [0, 2, 1], Reshape back to the
+leading axes then b, a. That is exactly the Transpose swapping the last two axes.
+
+And a Shape is read as late as it can be: Shape(x) of the axes a projection keeps (MatMul by a
+constant matrix, all but the last; an Add of a constant that grows no axis, all) reads the
+projection's output instead when that is x's only reader but Shapes, so a pattern reader that
+starts at the projection's output finds the shape computations inside what it reads.
 """
 
 from __future__ import annotations
@@ -43,12 +53,7 @@ def vectors(g: Graph) -> dict[str, Vector]:
     found: dict[str, Vector] = {}
 
     def get(name: str) -> Vector | None:
-        if name in found:
-            return found[name]
-        array = g.constant(name)
-        if array is not None and array.dtype.kind in "iu" and array.ndim <= 1:
-            return Vector(tuple(int(v) for v in array.reshape(-1)), array.ndim == 0)
-        return None
+        return _vector(g, found, name)
 
     for node in g.nodes:
         try:
@@ -58,6 +63,16 @@ def vectors(g: Graph) -> dict[str, Vector]:
         if vector is not None:
             found[node.output[0]] = vector
     return found
+
+
+def _vector(g: Graph, found: dict[str, Vector], name: str) -> Vector | None:
+    """The vector `name` holds: one computed from shapes, or an integer constant."""
+    if name in found:
+        return found[name]
+    array = g.constant(name)
+    if array is not None and array.dtype.kind in "iu" and array.ndim <= 1:
+        return Vector(tuple(int(v) for v in array.reshape(-1)), array.ndim == 0)
+    return None
 
 
 def _step(g: Graph, node: onnx.NodeProto, get) -> Vector | None:
@@ -120,9 +135,9 @@ def resolve_reshapes(g: Graph) -> bool:
         shape = _constant_shape(g, node.input[0], vector.entries)
         if shape is None:
             continue
-        allowzero = _attr(node, "allowzero", 0)
-        if allowzero and any(s == 0 for s in shape):
-            continue  # a literal zero-size axis; copying an axis needs allowzero=0
+        if _attr(node, "allowzero", 0) and any(_entry_value(g, "", (), -1, e) == 0
+                                                for e in vector.entries):
+            continue  # a literal zero-size axis; copying an axis (0) needs allowzero=0
         node.input[1] = g.add_constant(node.name or node.output[0], np.array(shape, np.int64))
         for a in list(node.attribute):
             if a.name == "allowzero":
@@ -159,3 +174,88 @@ def _entry_value(g: Graph, data: str, dims: tuple, i: int, entry: Entry) -> int 
     if all(isinstance(s, int) and s > 0 for s in sizes):
         return int(np.prod(sizes))
     return None
+
+
+def transposes_through_reshapes(g: Graph) -> bool:
+    """Reshape [-1, a, b] -> Transpose [0, 2, 1] -> Reshape [..., b, a] becomes one Transpose."""
+    found = vectors(g)
+    changed = False
+    for first in list(g.nodes):
+        swap = _swap_through_reshapes(g, found, first)
+        if swap is not None:
+            turn, last, rank = swap
+            perm = [*range(rank - 2), rank - 1, rank - 2]
+            g.replace([first, turn, last], g.make("Transpose", [first.input[0]], list(last.output),
+                                                  last.name, perm=perm))
+            changed = True
+    return changed
+
+
+def _swap_through_reshapes(g: Graph, found: dict, first: onnx.NodeProto):
+    """(the Transpose, the last Reshape, the rank) when `first` starts such a turn, else None."""
+    if first.op_type != "Reshape" or len(first.input) < 2:
+        return None
+    data, dims = first.input[0], g.dims.get(first.input[0])
+    turn = g.only_reader(first.output[0], "Transpose")
+    last = g.only_reader(turn.output[0], "Reshape") if turn is not None else None
+    if dims is None or len(dims) < 3 or last is None or len(last.input) < 2 \
+            or list(next((a.ints for a in turn.attribute if a.name == "perm"), [])) != [0, 2, 1]:
+        return None
+    rank, into, back = len(dims), _vector(g, found, first.input[1]), _vector(g, found, last.input[1])
+    if into is None or back is None or into.scalar or back.scalar or len(into.entries) != 3 \
+            or len(back.entries) != rank or into.entries[0] != -1:
+        return None
+    order = [*range(rank - 2), rank - 1, rank - 2]
+    same = [_is_axis(g, data, dims, a, e) for a, e in zip([rank - 2, rank - 1], into.entries[1:])]
+    kept = [_is_axis(g, data, dims, a, e) for a, e in zip(order, back.entries)]
+    if not all(same) or kept.count(False) > 1 \
+            or (False in kept and back.entries[kept.index(False)] != -1):
+        return None  # one leading -1 is what the others leave: the same size
+    return turn, last, rank
+
+
+def _is_axis(g: Graph, data: str, dims: tuple, axis: int, entry: Entry) -> bool:
+    """Whether `entry` is the size of axis `axis` of `data` (of dims `dims`)."""
+    if entry == Axis(data, axis):
+        return True
+    if isinstance(entry, int):
+        return isinstance(dims[axis], int) and dims[axis] == entry and entry > 0
+    if isinstance(entry, Axis):
+        sizes = g.dims.get(entry.value) or ()
+        size = sizes[entry.axis] if 0 <= entry.axis < len(sizes) else None
+        return size is not None and size == dims[axis]  # None: unknown
+    return False
+
+
+def late_shapes(g: Graph) -> bool:
+    """Shape(x) -> Shape(y), y the one non-Shape reader's output, where y keeps the axes read."""
+    changed = False
+    for node in list(g.nodes):
+        if node.op_type != "Shape" or not node.input:
+            continue
+        later = _keeping_reader(g, node)
+        while later is not None:
+            node.input[0] = later.output[0]
+            changed = True
+            later = _keeping_reader(g, node)
+    if changed:
+        g.sort()
+    return changed
+
+
+def _keeping_reader(g: Graph, shape: onnx.NodeProto) -> onnx.NodeProto | None:
+    x = shape.input[0]
+    dims, readers = g.dims.get(x), [n for n in g.consumers(x) if n.op_type != "Shape"]
+    if dims is None or len(readers) != 1 or g.is_output(x) or readers[0].input[0] != x:
+        return None
+    reader, rank = readers[0], len(dims)
+    start, end = (max(0, min(rank, i + rank if i < 0 else i))
+                  for i in (_attr(shape, "start", 0), _attr(shape, "end", rank)))
+    other = g.constant(reader.input[1]) if len(reader.input) == 2 else None
+    if other is None or g.dims.get(reader.output[0]) is None:
+        return None
+    if reader.op_type == "MatMul" and other.ndim == 2 and rank >= 2 and end <= rank - 1:
+        return reader
+    grows = other.ndim > rank or any(s != 1 and (not isinstance(d, int) or d != s)
+                                     for s, d in zip(other.shape[::-1], dims[::-1]))
+    return reader if reader.op_type == "Add" and not grows else None
