@@ -111,8 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", metavar="JSON", help="write the counts as JSON")
     args = parser.parse_args(argv)
     cases = dict(DEFAULT_CASES) if not args.cases else {}
-    for item in args.cases:
+    for item in (part for text in args.cases for part in text.split(",") if part):
         name, _, count = item.partition("=")
+        if not count.isdigit():  # fuzz_numbers.py takes name=count,name=count: so does this
+            parser.error(f"--cases takes CAMPAIGN=N items, received {item!r}")
         cases[name] = int(count)
     counts: dict[str, Counter] = defaultdict(Counter)
     first: dict[tuple[str, str], tuple[int, bytes | None]] = {}

@@ -193,6 +193,52 @@ def pytorch_series_case(seed: int, dynamo: bool = False) -> list[str]:
     return _read_as_pytorch_answers(seed, model, x, axes, kind, dynamo)
 
 
+def pytorch_encoder_case(seed: int, dynamo: bool = False) -> list[str]:
+    """A random stack of one or two nn.TransformerEncoderLayer (1, 2 or 4 heads of 2 to 4
+    channels, a feed-forward width of 4 to 16, ReLU or GELU, the norm first or last, layer
+    norm's epsilon 1e-5 or 1e-6, in a third of the cases a causal mask) over a projection, then
+    the mean over the steps and a Linear; exported by torch.onnx with the batch (and in half the
+    cases the steps) dynamic, read by OnnxFile, held to PyTorch's answer within 1e-5."""
+    import numpy as np
+    import torch
+    from torch import nn
+
+    g = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    heads, size = int(g.choice([1, 2, 4])), int(g.integers(2, 5))
+    width, channels, steps = heads * size, int(g.integers(1, 6)), int(g.integers(3, 9))
+    causal = bool(g.random() < 1 / 3)
+    options = dict(dim_feedforward=int(g.integers(4, 17)), dropout=0.0, batch_first=True,
+                   activation=str(g.choice(["relu", "gelu"])), norm_first=bool(g.random() < 0.5),
+                   layer_norm_eps=float(g.choice([1e-5, 1e-6])))
+    layers = int(g.integers(1, 3))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.projection = nn.Linear(channels, width)
+            self.layers = nn.ModuleList(nn.TransformerEncoderLayer(width, heads, **options)
+                                        for _ in range(layers))
+            self.head = nn.Linear(width, 3)
+
+        def forward(self, x):
+            y = self.projection(x)
+            mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1]) if causal else None
+            for layer in self.layers:
+                y = layer(y, src_mask=mask, is_causal=causal)
+            return self.head(y.mean(dim=1))
+
+    model = Model().eval()
+    with torch.no_grad():  # no norm at its initial unit scale and zero shift
+        for name, parameter in model.named_parameters():
+            if "norm" in name:
+                parameter.add_(torch.randn(parameter.shape) * 0.2)
+    x = torch.randn(4, steps, channels)
+    axes = {"x": {0: "N", 1: "T"} if g.random() < 0.5 else {0: "N"}, "y": {0: "N"}}
+    label = f"encoder x{layers} heads {heads} width {width} causal {causal} {options}"
+    return _read_as_pytorch_answers(seed, model, x, axes, label, dynamo)
+
+
 def gradients_case(seed: int) -> list[str]:
     """The chain of a `trace` case (tests/support/random_networks.py), the same code run on
     deepsharp's tensors and on PyTorch's (F as torch's functions), in half the cases one
@@ -387,6 +433,8 @@ def main() -> int:
     CASES = {**SUITE_CASES, "pytorch": pytorch_case, "pytorch-series": pytorch_series_case,
              "pytorch-dynamo": lambda seed: pytorch_case(seed, dynamo=True),
              "pytorch-series-dynamo": lambda seed: pytorch_series_case(seed, dynamo=True),
+             "pytorch-encoder": pytorch_encoder_case,
+             "pytorch-encoder-dynamo": lambda seed: pytorch_encoder_case(seed, dynamo=True),
              "gradients": gradients_case, "tensors": tensors_case}
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

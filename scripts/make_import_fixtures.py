@@ -233,6 +233,27 @@ class Encoder(nn.Module):
         return self.fc(self.layer(x))
 
 
+class EncoderStack(nn.Module):
+    """A projection, two norm-first encoder layers (GELU) with a causal mask, the mean over the
+    steps, a linear head: torch.export reads the batch and the steps once, at the projection,
+    for both layers' reshapes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.projection = nn.Linear(5, 16)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(16, 4, dim_feedforward=24, dropout=0.1, activation="gelu",
+                                       batch_first=True, norm_first=True) for _ in range(2))
+        self.fc = nn.Linear(16, 3)
+
+    def forward(self, x):
+        y = self.projection(x)
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+        for layer in self.layers:
+            y = layer(y, src_mask=mask, is_causal=True)
+        return self.fc(y.mean(dim=1))
+
+
 class SelfAttention(nn.Module):
     """nn.MultiheadAttention on its own (its averaged weights asked for, then unused), the mean
     over the steps, a linear head."""
@@ -295,12 +316,14 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "encoder_gelu": (lambda: Encoder("gelu"), _normal(BATCH, 5, 16), {1: "steps"}, {1: "steps"}),
     "attention": (SelfAttention, _normal(BATCH, 6, 12), {1: "steps"}, {}),
     "attention_fast": (ProjectedAttention, _normal(BATCH, 6, 5), {1: "steps"}, {}),
+    "encoder_stack": (EncoderStack, _normal(BATCH, 6, 5), {1: "steps"}, {}),
 }
 
 
 # graphs beyond opsets 13, 17 and 18: the encoders' attention needs 14 in TorchScript; at 20 GELU
 # is one node
-EXTRA = {"encoder": ("ts14",), "attention_fast": ("ts14",), "encoder_gelu": ("ts14", "ts20", "dynamo20"),
+EXTRA = {"encoder": ("ts14",), "attention_fast": ("ts14",),
+         "encoder_stack": ("ts14",), "encoder_gelu": ("ts14", "ts20", "dynamo20"),
          "layer_norm": ("ts20", "dynamo20"), "mlp_gelu_tanh": ("ts20", "dynamo20")}
 
 

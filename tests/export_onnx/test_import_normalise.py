@@ -252,3 +252,43 @@ def _every_output(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
 
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})
+
+
+def test_a_computed_shape_reads_its_sizes_off_the_nearest_value_holding_them():
+    """torch.export reads the batch and the steps once, at the input, for every later reshape;
+    such a Reshape (not made constant: the value it reshapes has folded both into one axis)
+    reads them off the nearest value it is computed from that holds them."""
+    kernel = RNG.standard_normal((3, 4)).astype(np.float32)
+    nodes = [_shape("bt", 0, 2), helper.make_node("Relu", ["x"], ["h"]),
+             helper.make_node("MatMul", ["h", "k"], ["z"]),
+             helper.make_node("Reshape", ["z", "rows"], ["r"]),
+             helper.make_node("Tanh", ["r"], ["t"]),
+             helper.make_node("Concat", ["bt", "four"], ["back"], axis=0),
+             helper.make_node("Reshape", ["t", "back"], ["y"])]
+    inits = [("k", kernel), ("rows", np.array([-1, 4], np.int64)), ("four", np.array([4], np.int64))]
+    model = graph(nodes, inits, opset=18, in_dims=("batch", "steps", 3),
+                  out_dims=("batch", "steps", 4))
+    normalised = normalise(model)
+    assert [n.input[0] for n in normalised.graph.node if n.op_type == "Shape"] == ["z"]
+    assert [n.op_type for n in normalised.graph.node if "x" in n.input] == ["Relu"]
+    for size in ((1, 2, 3), (4, 5, 3)):
+        x = RNG.standard_normal(size).astype(np.float32)
+        np.testing.assert_array_equal(run_graph(normalised, x), run_graph(model, x))
+
+
+def test_a_causal_mask_of_fixed_steps_is_folded():
+    """TorchScript's causal mask at a fixed length: Expand of 1 to (T, T), Trilu, Equal 0,
+    Where -inf: one constant, exactly."""
+    nodes = [helper.make_node("Expand", ["one", "square"], ["ones"]),
+             helper.make_node("Trilu", ["ones"], ["lower"], upper=0),
+             helper.make_node("Equal", ["lower", "zero"], ["above"]),
+             helper.make_node("Where", ["above", "minus_inf", "zero"], ["mask"]),
+             helper.make_node("Add", ["x", "mask"], ["y"])]
+    inits = [("one", np.array(1.0, np.float32)), ("square", np.array([3, 3], np.int64)),
+             ("zero", np.array([0.0], np.float32)), ("minus_inf", np.array([-np.inf], np.float32))]
+    model = graph(nodes, inits, opset=18, in_dims=("batch", 3, 3), out_dims=("batch", 3, 3))
+    normalised = normalise(model)
+    assert [n.op_type for n in normalised.graph.node] == ["Add"]
+    x = RNG.standard_normal((2, 3, 3)).astype(np.float32)
+    np.testing.assert_array_equal(run_graph(normalised, x), run_graph(model, x))
+    assert np.isneginf(run_graph(normalised, x)[:, 0, 1:]).all()

@@ -42,6 +42,7 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "encoder_gelu": (MeanSquaredError(), None),
     "attention": (MeanSquaredError(), None),
     "attention_fast": (MeanSquaredError(), None),
+    "encoder_stack": (MeanSquaredError(), None),
     "skl_classifier": (CrossEntropy(), "probabilities"),
     "skl_regressor": (MeanSquaredError(), None),
     "skl_binary": (BinaryCrossEntropy(), "probabilities"),

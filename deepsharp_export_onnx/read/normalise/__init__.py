@@ -12,7 +12,8 @@ set becomes an equivalent graph in one form per layer.
 4. Until nothing changes: constant-only nodes are folded, `Shape` nodes read as late as they
    can and the shapes computed from them written as constants (shapes.py), no-ops are dropped
    and one form is given to what exporters write several ways (rewrite.py), and decompositions
-   are fused (fuse.py); dead nodes go.
+   are fused (fuse.py); dead nodes go. When nothing else changes, a Reshape whose computed
+   shape is not a constant reads its sizes off the nearest values that hold them (shapes.py).
 
 Every step is exact: the normalised graph computes what the graph did.
 """
@@ -29,7 +30,7 @@ from deepsharp_export_onnx.read.normalise.graph import Graph
 from deepsharp_export_onnx.read.normalise.rewrite import REWRITES
 from deepsharp_export_onnx.read.normalise.series import batch_first_series
 from deepsharp_export_onnx.read.normalise.shapes import (
-    late_shapes, resolve_reshapes, transposes_through_reshapes,
+    late_shapes, near_shapes, resolve_reshapes, transposes_through_reshapes,
 )
 from deepsharp_export_onnx.inference import infer_shapes
 
@@ -56,6 +57,9 @@ def normalise(model: onnx.ModelProto, output: str | None = None,
                          *REWRITES, *FUSIONS):
                 step = rule.__name__
                 changed |= rule(g)
+            if not changed:  # the last resort: its Shape readers would stop patterns above
+                step = near_shapes.__name__
+                changed = near_shapes(g)
             g.prune()
             if not changed:
                 break

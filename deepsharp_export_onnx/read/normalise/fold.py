@@ -22,11 +22,13 @@ FOLDABLE = {
     "Split", "Trilu", "Erf", "Exp", "Log",
 }
 LARGEST = 1 << 16  # elements: a fold making more is left as nodes
-# ops that move or pick values; the others compute, and are folded only over integers and
-# scalars: a layer's parameters stay the constants they are (frequencies and 2 pi stay apart)
+# ops that move, pick or compare values (a causal mask's Trilu, Equal and Where over a constant
+# square); the others compute, and are folded only over integers and scalars: a layer's
+# parameters stay the constants they are (frequencies and 2 pi stay apart)
 MOVING = {"Identity", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Slice", "Transpose",
           "Flatten", "Expand", "Tile", "Shape", "Size", "Split", "ConstantOfShape", "Cast",
-          "CastLike", "GatherElements"}
+          "CastLike", "GatherElements", "Trilu", "Where", "Equal", "Less", "Greater",
+          "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or"}
 
 
 def constant_nodes(g: Graph) -> bool:

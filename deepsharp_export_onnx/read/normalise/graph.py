@@ -84,6 +84,15 @@ class Graph:
         self.constants[name] = np.asarray(array)
         return name
 
+    def fresh(self, base: str) -> str:
+        """A name for a new node's output that no constant and no node's output has."""
+        self._fresh += 1
+        name = f"{base}/normalised_{self._fresh}"
+        while name in self.constants or self.producer(name) is not None:
+            self._fresh += 1
+            name = f"{base}/normalised_{self._fresh}"
+        return name
+
     # -- nodes ------------------------------------------------------------------------------------
     def producer(self, value: str) -> onnx.NodeProto | None:
         for node in self.nodes:

@@ -259,3 +259,89 @@ def _keeping_reader(g: Graph, shape: onnx.NodeProto) -> onnx.NodeProto | None:
     grows = other.ndim > rank or any(s != 1 and (not isinstance(d, int) or d != s)
                                      for s, d in zip(other.shape[::-1], dims[::-1]))
     return reader if reader.op_type == "Add" and not grows else None
+
+
+ANCESTORS = 64  # values searched back from a reshaped value for the sizes its shape names
+
+
+def near_shapes(g: Graph) -> bool:
+    """A Reshape whose computed shape names sizes read off distant values (torch.export reads the
+    batch and the steps once, at the input, for every layer's reshapes) reads each off the
+    nearest value it is computed from that holds that size (the same symbol), so that the shape
+    computation lies inside what a pattern reader starting anywhere before the Reshape reads."""
+    found, made = vectors(g), {o: n for n in g.nodes for o in n.output if o}
+    changed = False
+    for node in list(g.nodes):
+        if node.op_type != "Reshape" or len(node.input) < 2 or g.constant(node.input[1]) is not None:
+            continue
+        vector = found.get(node.input[1])
+        if vector is None or vector.scalar:
+            continue
+        near = _near_entries(g, made, node.input[0], vector.entries)
+        if near is not None and near != vector.entries:
+            node.input[1] = _write_vector(g, node, near)
+            changed = True
+    if changed:
+        g.sort()
+    return changed
+
+
+def _near_entries(g: Graph, made: dict, data: str, entries: tuple) -> tuple | None:
+    """The entries with each Axis read off the nearest ancestor of `data` of the same size."""
+    def near(entry: Entry) -> Entry | None:
+        if isinstance(entry, int):
+            return entry
+        if isinstance(entry, Product):
+            factors = tuple(near(f) for f in entry.factors)
+            return None if None in factors else Product(factors)
+        sizes = g.dims.get(entry.value) or ()
+        symbol = sizes[entry.axis] if 0 <= entry.axis < len(sizes) else None
+        return _nearest_axis(g, made, data, symbol) if isinstance(symbol, str) else None
+
+    found = tuple(near(e) for e in entries)
+    return None if None in found else found
+
+
+def _nearest_axis(g: Graph, made: dict, data: str, symbol: str) -> Axis | None:
+    seen, queue = {data}, [data]
+    while queue and len(seen) <= ANCESTORS:
+        value = queue.pop(0)
+        dims = g.dims.get(value) or ()
+        if symbol in dims:
+            return Axis(value, list(dims).index(symbol))
+        producer = made.get(value)
+        for name in producer.input if producer is not None else ():
+            if name and name not in seen and g.constant(name) is None:
+                seen.add(name)
+                queue.append(name)
+    return None
+
+
+def _write_vector(g: Graph, node: onnx.NodeProto, entries: tuple) -> str:
+    """Nodes computing `entries` (Shape, Gather, Mul, Concat) before `node`; the vector's name."""
+    base, made, shapes = node.name or node.output[0], [], {}
+
+    def one(entry: Entry) -> str:
+        if isinstance(entry, int):
+            return g.add_constant(f"{base}/size", np.array([entry], np.int64))
+        if isinstance(entry, Product):
+            names = [one(f) for f in entry.factors]
+            while len(names) > 1:
+                out = g.fresh(base)
+                made.append(g.make("Mul", names[:2], [out], out))
+                names = [out, *names[2:]]
+            return names[0]
+        if entry.value not in shapes:
+            shapes[entry.value] = g.fresh(base)
+            made.append(g.make("Shape", [entry.value], [shapes[entry.value]], shapes[entry.value]))
+        out = g.fresh(base)
+        index = g.add_constant(f"{base}/axis", np.array([entry.axis], np.int64))
+        made.append(g.make("Gather", [shapes[entry.value], index], [out], out, axis=0))
+        return out
+
+    parts = [one(e) for e in entries]
+    out = g.fresh(base)
+    made.append(g.make("Concat", parts, [out], out, axis=0))
+    at = g.nodes.index(node)
+    g.nodes[at:at] = made
+    return out
