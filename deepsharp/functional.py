@@ -49,8 +49,57 @@ take_along_dim = take_along_axis
 moveaxis = movedim
 
 
-def relu(x: Tensor) -> Tensor:
-    return apply("relu", x)
+def _in_place(x: Any, inplace: Any, name: str, fn: Any, floating: bool = False) -> Tensor:
+    """fn(x), or (inplace=True, PyTorch's `F.relu(x, inplace=True)`) fn(x) written into x;
+    `floating`: an integer tensor refused, as PyTorch refuses it."""
+    if floating:
+        kw.floating(name, as_tensor(x))
+    if not isinstance(inplace, (bool, np.bool_)):
+        raise OpError(f"{name}: inplace must be True or False, received {inplace!r}")
+    if not inplace:
+        return fn(x)
+    if not isinstance(x, Tensor):
+        raise OpError(f"{name}(inplace=True): writes into a tensor, received "
+                      f"{type(x).__name__}")
+    from deepsharp.tensors.inplace import rewrite
+
+    return rewrite(x, f"{name}(inplace=True)", fn)
+
+
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    return _in_place(x, inplace, "relu", lambda t: apply("relu", t))
+
+
+def relu6(x: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6): PyTorch's relu6, hardtanh(x, 0, 6) (its gradient 0 at 0 and 6)."""
+    return hardtanh(x, 0.0, 6.0, inplace)
+
+
+def hardtanh(x: Tensor, min_val: Any = -1.0, max_val: Any = 1.0, inplace: bool = False) -> Tensor:
+    """x clipped to [min_val, max_val], as PyTorch's: the gradient is 1 strictly between the
+    bounds and 0 at them (clamp's is 1 at them)."""
+    low = kw.number("hardtanh", "min_val", min_val)
+    high = kw.number("hardtanh", "max_val", max_val)
+    if not low < high:  # PyTorch refuses min_val > max_val; equal bounds too: nothing passes
+        raise OpError(f"hardtanh: min_val must be below max_val, received min_val={low}, "
+                      f"max_val={high}")
+    return _in_place(x, inplace, "hardtanh",
+                     lambda t: apply("hardtanh", t, low=float(low), high=float(high)), True)
+
+
+def mish(x: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x)), as PyTorch's mish."""
+    return _in_place(x, inplace, "mish", lambda t: apply("mish", t), True)
+
+
+def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x + 3, 0), 6) / 6, as PyTorch's hardsigmoid."""
+    return _in_place(x, inplace, "hardsigmoid", lambda t: apply("hard_sigmoid", t), True)
+
+
+def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
+    """x * min(max(x + 3, 0), 6) / 6, as PyTorch's hardswish."""
+    return _in_place(x, inplace, "hardswish", lambda t: apply("hard_swish", t), True)
 
 
 def sigmoid(x: Tensor) -> Tensor:
@@ -68,16 +117,24 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return apply("gelu", x, approximate=int(approximate == "tanh"))
 
 
-def silu(x: Tensor) -> Tensor:
-    return apply("silu", x)
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
+    return _in_place(x, inplace, "silu", lambda t: apply("silu", t))
 
 
-def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
-    return apply("elu", x, alpha=float(alpha))
+def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    alpha = kw.number("elu", "alpha", alpha)
+    return _in_place(x, inplace, "elu", lambda t: apply("elu", t, alpha=float(alpha)))
 
 
-def leaky_relu(x: Tensor, slope: float = 0.01) -> Tensor:
-    return apply("leaky_relu", x, slope=float(slope))
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False, *,
+               slope: float | None = None) -> Tensor:
+    """x where x > 0, else negative_slope * x (PyTorch's keyword; `slope`, the layer's, too)."""
+    if slope is not None:
+        if negative_slope != 0.01:
+            raise OpError("leaky_relu: give negative_slope (PyTorch's name) or slope, not both")
+        negative_slope = slope
+    slope = kw.number("leaky_relu", "negative_slope", negative_slope)
+    return _in_place(x, inplace, "leaky_relu", lambda t: apply("leaky_relu", t, slope=float(slope)))
 
 
 def softplus(x: Tensor, beta: Any = 1.0, threshold: Any = 20.0) -> Tensor:

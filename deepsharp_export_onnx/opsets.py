@@ -25,6 +25,7 @@ FIRST: dict[str, int] = {
     "Relu": 6, "Sigmoid": 6, "Tanh": 6, "Exp": 6, "Log": 6, "Sqrt": 6, "Neg": 6, "Abs": 6,
     "Reciprocal": 6, "Floor": 6, "Ceil": 6,
     "Elu": 6, "LeakyRelu": 6, "Softplus": 1, "Softmax": 1, "LogSoftmax": 1, "Gelu": 20,
+    "HardSigmoid": 6, "HardSwish": 14,
     "Erf": 9, "Sin": 7, "Cos": 7, "Max": 8, "Min": 8, "Sum": 8, "Where": 9, "Not": 1,
     "And": 7, "Or": 7, "Equal": 11, "Greater": 9, "Less": 9, "Cast": 6, "Identity": 1,
     "Transpose": 1, "Reshape": 5, "Flatten": 9, "Concat": 4, "Gather": 1, "Slice": 10,
@@ -95,6 +96,7 @@ BY_TYPE: dict[str, dict[str, int | None]] = {
     "Sigmoid": _FLOAT_ONLY, "Tanh": _FLOAT_ONLY, "Softmax": _FLOAT_ONLY, "LogSoftmax": _FLOAT_ONLY,
     "Gemm": _FLOAT_ONLY, "MatMul": {"bool": None},
     "Gelu": {"double": None, **_FLOAT_ONLY}, "Erf": {"double": None, **_FLOAT_ONLY},
+    **{op: {"double": None, **_FLOAT_ONLY} for op in ("Softplus", "HardSigmoid", "HardSwish")},
     "Floor": _FLOAT_ONLY, "Ceil": _FLOAT_ONLY, "Round": _FLOAT_ONLY, "IsNaN": _FLOAT_ONLY,
     "IsInf": _FLOAT_ONLY, "Mod": _NUMERIC,
     **{op: {"float": None, "double": None, "bool": None}  # integers only

@@ -193,6 +193,72 @@ def pytorch_series_case(seed: int, dynamo: bool = False) -> list[str]:
     return _read_as_pytorch_answers(seed, model, x, axes, kind, dynamo)
 
 
+def pytorch_mlp_case(seed: int, dynamo: bool = False) -> list[str]:
+    """A random PyTorch MLP over features: Linear layers with batch norm (its statistics
+    trained), layer norm, dropout and eleven activations between them, in half the cases a
+    residual block (x + f(x)) or two branches concatenated (torch.cat); exported by torch.onnx
+    with the batch dynamic, read by OnnxFile, held to PyTorch's answer within 1e-5."""
+    import numpy as np
+    import torch
+    from torch import nn
+
+    g = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    kinds = [nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, lambda: nn.GELU(approximate="tanh"), nn.SiLU,
+             nn.ELU, lambda: nn.LeakyReLU(0.2), nn.Softplus, nn.Hardtanh, nn.Mish]
+
+    def block(width: int, out: int) -> list:
+        layers = [nn.Linear(width, out)]
+        r = g.random()
+        layers += ([nn.BatchNorm1d(out)] if r < 0.3 else [nn.LayerNorm(out)] if r < 0.5 else [])
+        layers.append(kinds[int(g.integers(len(kinds)))]())
+        layers += [nn.Dropout(0.3)] if g.random() < 0.2 else []
+        return layers
+
+    class Residual(nn.Module):
+        def __init__(self, width: int):
+            super().__init__()
+            self.inner = nn.Sequential(*block(width, width))
+
+        def forward(self, x):
+            return x + self.inner(x)
+
+    class Branches(nn.Module):
+        def __init__(self, width: int, a: int, b: int):
+            super().__init__()
+            self.a, self.b = nn.Sequential(*block(width, a)), nn.Sequential(*block(width, b))
+
+        def forward(self, x):
+            return torch.cat([self.a(x), self.b(x)], dim=1)
+
+    features = int(g.integers(2, 12))
+    layers, width = [], features
+    for _ in range(int(g.integers(1, 4))):
+        r = g.random()
+        if r < 0.25:
+            layers.append(Residual(width))
+        elif r < 0.45:
+            a, b = int(g.integers(2, 9)), int(g.integers(2, 9))
+            layers.append(Branches(width, a, b))
+            width = a + b
+        else:
+            out = int(g.integers(2, 17))
+            layers += block(width, out)
+            width = out
+    model = nn.Sequential(*layers, nn.Linear(width, int(g.integers(1, 5)))).eval()
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.BatchNorm1d):
+                module.running_mean.uniform_(-1, 1)
+                module.running_var.uniform_(0.5, 2)
+            if isinstance(module, (nn.BatchNorm1d, nn.LayerNorm)):
+                module.weight.uniform_(0.5, 2)
+                module.bias.uniform_(-0.5, 0.5)
+    x = torch.randn(6, features)
+    return _read_as_pytorch_answers(seed, model, x, {"x": {0: "N"}, "y": {0: "N"}}, str(model),
+                                    dynamo)
+
+
 def pytorch_encoder_case(seed: int, dynamo: bool = False) -> list[str]:
     """A random stack of one or two nn.TransformerEncoderLayer (1, 2 or 4 heads of 2 to 4
     channels, a feed-forward width of 4 to 16, ReLU or GELU, the norm first or last, layer
@@ -433,6 +499,8 @@ def main() -> int:
     CASES = {**SUITE_CASES, "pytorch": pytorch_case, "pytorch-series": pytorch_series_case,
              "pytorch-dynamo": lambda seed: pytorch_case(seed, dynamo=True),
              "pytorch-series-dynamo": lambda seed: pytorch_series_case(seed, dynamo=True),
+             "pytorch-mlp": pytorch_mlp_case,
+             "pytorch-mlp-dynamo": lambda seed: pytorch_mlp_case(seed, dynamo=True),
              "pytorch-encoder": pytorch_encoder_case,
              "pytorch-encoder-dynamo": lambda seed: pytorch_encoder_case(seed, dynamo=True),
              "gradients": gradients_case, "tensors": tensors_case}

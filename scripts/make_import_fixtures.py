@@ -61,6 +61,23 @@ class GeluTanhMlp(nn.Module):
         return self.net(x)
 
 
+class HardMlp(nn.Module):
+    """The activations beyond the first set: ReLU6 and Hardtanh (Clip), Hardswish, Mish (one node
+    from set 18 in the dynamo graphs, decomposed below it), Hardsigmoid."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(6, 10), nn.ReLU6(), nn.Linear(10, 8), nn.Hardswish(),
+                                 nn.Linear(8, 8), nn.Mish(), nn.Linear(8, 8), nn.Hardsigmoid(),
+                                 nn.Linear(8, 8), nn.Hardtanh(-0.5, 0.75), nn.Linear(8, 3))
+        with torch.no_grad():  # values past the kinks: ReLU6's 6, Hardswish's and Hardsigmoid's 3
+            for k in (0, 2, 6):
+                self.net[k].weight.mul_(4)
+
+    def forward(self, x):
+        return self.net(x)
+
+
 class DropoutMlp(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -299,6 +316,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "mlp_softmax": (lambda: Mlp(nn.Softmax(dim=-1)), _normal(BATCH, 6), {}, {}),
     "mlp_dropout": (DropoutMlp, _normal(BATCH, 6), {}, {}),
     "mlp_gelu_tanh": (GeluTanhMlp, _normal(BATCH, 6), {}, {}),
+    "mlp_hard": (HardMlp, _normal(BATCH, 6), {}, {}),
     "layer_norm": (NormMlp, _normal(BATCH, 6), {}, {}),
     "cnn": (Cnn, _normal(BATCH, 3, 12, 12), {}, {}),
     "cnn_view": (CnnView, _normal(BATCH, 2, 9, 9), {}, {}),

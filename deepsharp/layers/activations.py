@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+import numpy as np
+from pydantic import Field, model_validator
 
 from deepsharp.layers.base import LayerSpec, Lowering, Step, layer
 from deepsharp.shape import Shape
@@ -86,6 +87,54 @@ class LeakyRelu(ActivationSpec):
 @layer("softplus")
 class Softplus(ActivationSpec):
     """log(1 + e^x)."""
+
+
+@layer("hardtanh")
+class Hardtanh(ActivationSpec):
+    """x clipped to [low, high], as PyTorch's nn.Hardtanh(min_val, max_val): the gradient is 1
+    strictly between the bounds, 0 at and beyond them."""
+
+    low: float = -1.0
+    high: float = 1.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Hardtanh":
+        if not (np.isfinite(self.low) and np.isfinite(self.high) and self.low < self.high):
+            raise ValueError(f"low must be below high, both finite, received low={self.low}, "
+                             f"high={self.high}")
+        return self
+
+    def primitive(self) -> str:
+        return "hardtanh"
+
+    def attrs(self, rank: int) -> dict[str, Any]:
+        return {"low": float(self.low), "high": float(self.high)}
+
+
+@layer("relu6")
+class Relu6(ActivationSpec):
+    """min(max(x, 0), 6), as PyTorch's nn.ReLU6 and Keras's relu6: hardtanh(0, 6)."""
+
+    def primitive(self) -> str:
+        return "hardtanh"
+
+    def attrs(self, rank: int) -> dict[str, Any]:
+        return {"low": 0.0, "high": 6.0}
+
+
+@layer("mish")
+class Mish(ActivationSpec):
+    """x * tanh(softplus(x)), as PyTorch's nn.Mish."""
+
+
+@layer("hard_sigmoid")
+class HardSigmoid(ActivationSpec):
+    """min(max(x + 3, 0), 6) / 6, as PyTorch's nn.Hardsigmoid and Keras 3's hard_sigmoid."""
+
+
+@layer("hard_swish")
+class HardSwish(ActivationSpec):
+    """x * min(max(x + 3, 0), 6) / 6, as PyTorch's nn.Hardswish and Keras 3's hard_swish."""
 
 
 @layer("softmax")

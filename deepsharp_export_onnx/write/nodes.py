@@ -145,6 +145,33 @@ def _silu(emit, inputs, attrs, ranks):
     return emit("Mul", [inputs[0], s])
 
 
+@writes_primitive("hardtanh", dims=dims.elementwise)
+def _hardtanh(emit, inputs, attrs, ranks):
+    """Clip by two constants of the value's type."""
+    kind = emit.result_dtype()
+    low = emit.constant("low", np.asarray(attrs["low"], kind), kind)
+    high = emit.constant("high", np.asarray(attrs["high"], kind), kind)
+    return emit("Clip", [inputs[0], low, high])
+
+
+@writes_primitive("mish", dims=dims.elementwise)
+def _mish(emit, inputs, attrs, ranks):
+    """x * Tanh(Softplus(x)), as PyTorch writes it below set 18 (ONNX's Mish needs 18)."""
+    soft = emit("Softplus", inputs, suffix="softplus")
+    return emit("Mul", [inputs[0], emit("Tanh", [soft], suffix="tanh")])
+
+
+@writes_primitive("hard_sigmoid", dims=dims.elementwise)
+def _hard_sigmoid(emit, inputs, attrs, ranks):
+    """HardSigmoid with PyTorch's alpha 1/6 and beta 1/2: max(0, min(1, x / 6 + 1/2))."""
+    return emit("HardSigmoid", inputs, {"alpha": 1.0 / 6.0, "beta": 0.5})
+
+
+@writes_primitive("hard_swish", dims=dims.elementwise)
+def _hard_swish(emit, inputs, attrs, ranks):
+    return emit("HardSwish", inputs)
+
+
 @writes_primitive("elu", dims=dims.elementwise)
 def _elu(emit, inputs, attrs, ranks):
     return emit("Elu", inputs, {"alpha": float(attrs["alpha"])})

@@ -46,6 +46,11 @@ def test_initial_values_do_not_depend_on_other_layers():
     Sequential().dense(5).elu(alpha=0.7),
     Sequential().dense(5).leaky_relu(slope=0.2),
     Sequential().dense(5).softplus(),
+    Sequential().dense(5).hardtanh(-0.5, 0.8),
+    Sequential().dense(5).relu6(),
+    Sequential().dense(5).mish(),
+    Sequential().dense(5).hard_sigmoid(),
+    Sequential().dense(5).hard_swish(),
     Sequential().dense(5).dropout(0.3).dense(2),
 ], ids=str)
 def test_dense_stack_everywhere(spec):
@@ -94,3 +99,49 @@ def test_lowering_refuses_a_shape_naming_verb_place_and_shape():
     with pytest.raises(ShapeError) as caught:
         Sequential().relu().dense(3).lower(Shape(), RandomStream(0))
     assert "dense(3) at place 1 cannot take an input of shape scalar" in str(caught.value)
+
+
+X_HARD = np.array([[-7, -3, -2.5, -1, 0, 0.5, 1, 3, 4.5, 6, 8]], np.float32)
+
+
+@pytest.mark.parametrize("spec, values, slopes", [
+    # values by hand; the gradients PyTorch 2.13's rules give (checked there, at these points)
+    (Sequential().hardtanh(), [-1, -1, -1, -1, 0, 0.5, 1, 1, 1, 1, 1],
+     [0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0]),
+    (Sequential().hardtanh(-3, 4.5), [-3, -3, -2.5, -1, 0, 0.5, 1, 3, 4.5, 4.5, 4.5],
+     [0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0]),
+    (Sequential().relu6(), [0, 0, 0, 0, 0, 0.5, 1, 3, 4.5, 6, 6],
+     [0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0]),
+    (Sequential().hard_sigmoid(), [0, 0, 0.5 / 6, 2 / 6, 0.5, 3.5 / 6, 4 / 6, 1, 1, 1, 1],
+     [0, 0, 1 / 6, 1 / 6, 1 / 6, 1 / 6, 1 / 6, 0, 0, 0, 0]),
+    (Sequential().hard_swish(), [0, 0, -2.5 * 0.5 / 6, -2 / 6, 0, 0.5 * 3.5 / 6, 4 / 6, 3, 4.5,
+                                 6, 8],
+     [0, 0, -2.5 / 3 + 0.5, -1 / 3 + 0.5, 0.5, 0.5 / 3 + 0.5, 1 / 3 + 0.5, 1, 1, 1, 1]),
+], ids=lambda v: str(v) if isinstance(v, Sequential) else "")
+def test_hard_activations_by_hand_at_their_kinks(spec, values, slopes):
+    from deepsharp.tensors import Tensor
+
+    network = spec.lower(Shape(X_HARD.shape[1]), RandomStream(0))
+    np.testing.assert_allclose(network(X_HARD), [values], rtol=1e-6, atol=1e-7)
+    x = Tensor(X_HARD, requires_grad=True)
+    network.steps[0].forward(x).sum().backward()
+    np.testing.assert_allclose(x.grad, [slopes], rtol=1e-6, atol=1e-7)
+
+
+def test_mish_by_hand():
+    x = np.array([[-30, -1, 0, 1, 30]], np.float32)
+    soft = np.log1p(np.exp(x.astype(np.float64)))
+    expected = x * np.tanh(soft)  # 1 * tanh(log(1 + e)) = 0.865098...
+    out = Sequential().mish().lower(Shape(5), RandomStream(0))(x)
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-12)
+    assert abs(float(out[0, 3]) - 0.8650984) < 1e-6
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: Sequential().hardtanh(1, 0), "hardtanh: arguments low must be below high"),
+    (lambda: Sequential().hardtanh(0, 0), "low must be below high, both finite, received low=0.0"),
+    (lambda: Sequential().hardtanh(0, float("inf")), "both finite"),
+])
+def test_hardtanh_refuses_bounds_out_of_order(call, message):
+    with pytest.raises(SpecError, match=message.replace("(", "\\(")):
+        call()

@@ -140,7 +140,7 @@ def test_unknown_op_types_one_line_each_and_the_list_once():
                          "from it alone")
     assert faults[1] == ("node 'rounded' (Round): no reader for op type Round: no layer is read "
                          "from it alone")
-    assert faults[2].startswith("op types read: AveragePool, BatchNormalization, Conv,")
+    assert faults[2].startswith("op types read: AveragePool, BatchNormalization, Clip, Conv,")
     assert len(faults) == 3 and str(caught.value).count("Gemm") == 1
 
 

@@ -242,10 +242,64 @@ class Softplus:
     """log(1 + e^x), computed as max(x, 0) + log1p(e^-|x|) so it never overflows."""
 
     def forward(a):
-        return (np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))).astype(a.dtype), None
+        return _softplus(a).astype(a.dtype), None
 
     def backward(grad, saved, a):
         return (grad * expit(a),)
+
+
+@primitive("hardtanh")
+class Hardtanh:
+    """x clipped to [low, high], as PyTorch's hardtanh (relu6 is hardtanh(0, 6)): its gradient
+    is 1 strictly between the bounds and 0 at them (clamp's is 1 at them)."""
+
+    def forward(a, *, low, high):
+        return np.minimum(np.maximum(a, a.dtype.type(low)), a.dtype.type(high)), None
+
+    def backward(grad, saved, a, *, low, high):
+        return (grad * ((a > low) & (a < high)).astype(a.dtype),)
+
+
+def _softplus(a: np.ndarray) -> np.ndarray:
+    return np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))
+
+
+@primitive("mish")
+class Mish:
+    """x * tanh(softplus(x)), as PyTorch's mish and ONNX's Mish."""
+
+    def forward(a):
+        t = np.tanh(_softplus(a))
+        return (a * t).astype(a.dtype), t
+
+    def backward(grad, t, a):
+        return ((grad * (t + a * (1 - t * t) * expit(a))).astype(a.dtype),)
+
+
+@primitive("hard_sigmoid")
+class HardSigmoid:
+    """min(max(x + 3, 0), 6) / 6, as PyTorch's hardsigmoid (and Keras 3's hard_sigmoid): its
+    gradient 1/6 strictly between -3 and 3, 0 elsewhere."""
+
+    def forward(a):
+        return (np.minimum(np.maximum(a + 3, 0), 6) / 6).astype(a.dtype), None
+
+    def backward(grad, saved, a):
+        return ((grad * ((a > -3) & (a < 3)) / 6).astype(a.dtype),)
+
+
+@primitive("hard_swish")
+class HardSwish:
+    """x * min(max(x + 3, 0), 6) / 6, as PyTorch's hardswish (Keras 3's hard_silu): its
+    gradient, PyTorch 2.13's, 0 up to -3 (included), x / 3 + 1/2 strictly between -3 and 3, 1
+    from 3 (included)."""
+
+    def forward(a):
+        return (a * np.minimum(np.maximum(a + 3, 0), 6) / 6).astype(a.dtype), None
+
+    def backward(grad, saved, a):
+        d = np.where(a <= -3, 0, np.where(a < 3, a / 3 + 0.5, 1))
+        return ((grad * d).astype(a.dtype),)
 
 
 def _softmax(a: np.ndarray, axis: int) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Activation nodes -> activation layers; x * Sigmoid(x) -> silu."""
+"""Activation nodes -> activation layers; x * Sigmoid(x) -> silu, x * Tanh(Softplus(x)) -> mish,
+x * HardSigmoid(x) -> hard_swish; Clip by two constants -> hardtanh (relu6 at 0 and 6)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from deepsharp.layers.base import SPEC_KINDS
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads, reads_fork
 from layout import Order
 
-_PLAIN = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softplus"}
+_PLAIN = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softplus",
+          "Mish": "mish", "HardSwish": "hard_swish"}
 
 
 @reads(*_PLAIN)
@@ -57,6 +59,77 @@ def read_silu(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
     if r.view.open_consumers(sigmoid.output[0]) != [mul]:
         return None
     return Read(mul.output[0], [sigmoid, mul], [SPEC_KINDS["silu"]()], [{}])
+
+
+@reads("Clip")
+def read_clip(node: onnx.NodeProto, r: Reading) -> Read:
+    """Clip(x, low, high) -> hardtanh(low, high), relu6 at (0, 6); Clip(x, 0) -> relu (the
+    bounds constant inputs from set 11, attributes before it)."""
+    low, high = _clip_bounds(node, r)
+    if low == 0 and high is None:
+        return Read(node.output[0], [node], [SPEC_KINDS["relu"]()], [{}])
+    if low is None or high is None or not low < high:
+        raise r.unreadable(node, f"a Clip to [{low}, {high}]: hardtanh takes two finite bounds, "
+                                 f"low below high (relu a low bound of 0 alone)")
+    spec = (SPEC_KINDS["relu6"]() if (low, high) == (0.0, 6.0)
+            else SPEC_KINDS["hardtanh"](low=low, high=high))
+    return Read(node.output[0], [node], [spec], [{}])
+
+
+def _clip_bounds(node: onnx.NodeProto, r: Reading) -> tuple[float | None, float | None]:
+    if r.view.opset < 11:
+        a = r.view.attrs(node)
+        bounds = [a.get("min"), a.get("max")]
+    else:
+        bounds = [None, None]
+        for k in (1, 2):
+            if len(node.input) > k and node.input[k]:
+                value = r.need_constant(node, k, ("min", "max")[k - 1])
+                if value.size != 1:
+                    raise r.unreadable(node, f"its bound (input {k}) must be one number, "
+                                             f"received shape {value.shape}")
+                bounds[k - 1] = float(value.reshape(-1)[0])
+    low, high = (None if b is None or not np.isfinite(b) else _float32(b) for b in bounds)
+    return low, high
+
+
+@reads("HardSigmoid")
+def read_hard_sigmoid(node: onnx.NodeProto, r: Reading) -> Read:
+    """HardSigmoid with alpha 1/6 and beta 1/2 (PyTorch's and Keras 3's) -> hard_sigmoid."""
+    a = r.view.attrs(node)
+    alpha, beta = np.float32(a.get("alpha", 0.2)), np.float32(a.get("beta", 0.5))
+    if alpha != np.float32(1 / 6) or beta != np.float32(0.5):
+        raise r.unreadable(node, f"HardSigmoid with alpha {float(alpha):.7g} and beta "
+                                 f"{float(beta):.7g}: hard_sigmoid is PyTorch's (alpha 1/6, beta "
+                                 f"1/2; Keras 2's 0.2 and 0.5 is not a layer here)")
+    return Read(node.output[0], [node], [SPEC_KINDS["hard_sigmoid"]()], [{}])
+
+
+@reads_fork
+def read_gated(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
+    """x * Tanh(Softplus(x)): a Mish; x * HardSigmoid(x) (alpha 1/6, beta 1/2): a HardSwish."""
+    mul = next((n for n in nodes if n.op_type == "Mul"), None)
+    if len(nodes) != 2 or mul is None:
+        return None
+    first = next(n for n in nodes if n is not mul)
+    chain = [first]
+    if first.op_type == "Softplus":
+        tanh = r.view.open_consumers(first.output[0])
+        if len(tanh) != 1 or tanh[0].op_type != "Tanh":
+            return None
+        chain.append(tanh[0])
+        kind = "mish"
+    elif first.op_type == "HardSigmoid":
+        a = r.view.attrs(first)
+        if np.float32(a.get("alpha", 0.2)) != np.float32(1 / 6) or a.get("beta", 0.5) != 0.5:
+            return None
+        kind = "hard_swish"
+    else:
+        return None
+    gate = chain[-1].output[0]
+    if sorted(mul.input) != sorted([r.value, gate]) or r.view.open_consumers(gate) != [mul]:
+        return None
+    return Read(mul.output[0], [*chain, mul], [SPEC_KINDS[kind]()], [{}])
 
 
 def _float32(value: float) -> float:
