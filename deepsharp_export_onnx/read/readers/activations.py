@@ -80,6 +80,9 @@ def _clip_bounds(node: onnx.NodeProto, r: Reading) -> tuple[float | None, float 
     if r.view.opset < 11:
         a = r.view.attrs(node)
         bounds = [a.get("min"), a.get("max")]
+        if any(b is not None and not isinstance(b, (int, float)) for b in bounds):
+            raise r.unreadable(node, f"its min and max attributes must be numbers, received "
+                                     f"{bounds}")
     else:
         bounds = [None, None]
         for k in (1, 2):
@@ -96,13 +99,24 @@ def _clip_bounds(node: onnx.NodeProto, r: Reading) -> tuple[float | None, float 
 @reads("HardSigmoid")
 def read_hard_sigmoid(node: onnx.NodeProto, r: Reading) -> Read:
     """HardSigmoid with alpha 1/6 and beta 1/2 (PyTorch's and Keras 3's) -> hard_sigmoid."""
-    a = r.view.attrs(node)
-    alpha, beta = np.float32(a.get("alpha", 0.2)), np.float32(a.get("beta", 0.5))
-    if alpha != np.float32(1 / 6) or beta != np.float32(0.5):
+    alpha, beta = _hard_sigmoid_constants(node, r)
+    if not _pytorchs(alpha, beta):
         raise r.unreadable(node, f"HardSigmoid with alpha {float(alpha):.7g} and beta "
                                  f"{float(beta):.7g}: hard_sigmoid is PyTorch's (alpha 1/6, beta "
                                  f"1/2; Keras 2's 0.2 and 0.5 is not a layer here)")
     return Read(node.output[0], [node], [SPEC_KINDS["hard_sigmoid"]()], [{}])
+
+
+def _hard_sigmoid_constants(node: onnx.NodeProto, r: Reading) -> tuple[float, float]:
+    a = r.view.attrs(node)
+    found = (a.get("alpha", 0.2), a.get("beta", 0.5))
+    if not all(isinstance(v, (int, float)) for v in found):
+        raise r.unreadable(node, f"its alpha and beta must be numbers, received {found}")
+    return found
+
+
+def _pytorchs(alpha: float, beta: float) -> bool:
+    return np.float32(alpha) == np.float32(1 / 6) and np.float32(beta) == np.float32(0.5)
 
 
 @reads_fork
@@ -120,8 +134,7 @@ def read_gated(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
         chain.append(tanh[0])
         kind = "mish"
     elif first.op_type == "HardSigmoid":
-        a = r.view.attrs(first)
-        if np.float32(a.get("alpha", 0.2)) != np.float32(1 / 6) or a.get("beta", 0.5) != 0.5:
+        if not _pytorchs(*_hard_sigmoid_constants(first, r)):
             return None
         kind = "hard_swish"
     else:
