@@ -292,3 +292,20 @@ def test_a_causal_mask_of_fixed_steps_is_folded():
     x = RNG.standard_normal((2, 3, 3)).astype(np.float32)
     np.testing.assert_array_equal(run_graph(normalised, x), run_graph(model, x))
     assert np.isneginf(run_graph(normalised, x)[:, 0, 1:]).all()
+
+
+@pytest.mark.parametrize("threshold", [20.0, 10.0])
+def test_softplus_with_pytorchs_threshold(threshold):
+    """torch.export writes nn.Softplus() as Where(Greater(x, 20), x, Softplus(x)): in float32
+    that is Softplus(x) exactly (above 20 log(1 + e^x) rounds to x). At threshold 10 it is not
+    (x + 4.5e-5 near 10), and no layer of ours has a threshold: refused by name."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Softplus", ["h"], ["s"]),
+             helper.make_node("Greater", ["h", "t"], ["big"], name="big"),
+             helper.make_node("Where", ["big", "h", "s"], ["y"], name="pick")]
+    model = graph(nodes, [("w", W * 30), ("t", np.array(threshold, np.float32))])
+    if threshold >= 20:
+        reads_as(model, "Sequential().dense(2, bias=False).softplus()")
+        return
+    with pytest.raises(Exception, match="node 'pick' \\(Where\\): no reader for op type Where"):
+        OnnxFile(MeanSquaredError()).read(model)

@@ -9,7 +9,9 @@
   optional) -> LayerNormalization over the axes reduced, ending on the last;
 - a mean over axes of a free size, as deepsharp writes it (so that a mean over no values is
   NaN, 0 / 0, where ONNX Runtime's ReduceMean gives 0):
-  Div(ReduceSum(x, axes), Cast(ReduceProd(Gather(Shape(x), axes)))) -> ReduceMean(x, axes).
+  Div(ReduceSum(x, axes), Cast(ReduceProd(Gather(Shape(x), axes)))) -> ReduceMean(x, axes);
+- softplus with PyTorch's threshold as torch.export writes nn.Softplus():
+  Where(Greater(x, t), x, Softplus(x)) -> Softplus(x) where t >= 20 (exact in float32).
 
 A fused node is named after the first node of its pattern (the mean: after its Div, the node
 the writer names after the layer) and gives the last one's output name; every value inside the
@@ -259,6 +261,31 @@ def fuse_mean(g: Graph) -> bool:
     return changed
 
 
+# -- softplus's threshold --------------------------------------------------------------------------------
+SOFTPLUS_EXACT = 20.0  # float32: above it log(1 + e^x) rounds to x, so the Where changes nothing
+
+
+def fuse_softplus_threshold(g: Graph) -> bool:
+    """torch.export writes nn.Softplus() (beta 1) with its threshold: Where(Greater(x, t), x,
+    Softplus(x)). At t >= 20 in float32 that is Softplus(x) exactly; a lower threshold (or another
+    beta) is left for the reader to refuse by name."""
+    changed = False
+    for where in [n for n in g.nodes if n.op_type == "Where" and len(n.input) == 3]:
+        greater, soft = g.producer(where.input[0]), g.producer(where.input[2])
+        if greater is None or soft is None or greater.op_type != "Greater" \
+                or soft.op_type != "Softplus" or len(greater.input) != 2:
+            continue
+        x = where.input[1]
+        threshold = _scalar(g, greater.input[1])
+        if greater.input[0] != x or soft.input[0] != x or threshold is None \
+                or not threshold >= SOFTPLUS_EXACT or g.types.get(x) != onnx.TensorProto.FLOAT \
+                or not _inside(g, [greater, soft, where], where.output[0]):
+            continue
+        g.replace([greater, soft, where], g.make("Softplus", [x], [where.output[0]], soft.name))
+        changed = True
+    return changed
+
+
 def _inside(g: Graph, nodes: list[onnx.NodeProto], out: str) -> bool:
     """Every value the pattern makes, but its output, is read only by the pattern's nodes."""
     ids = {id(n) for n in nodes}
@@ -271,4 +298,5 @@ def _inside(g: Graph, nodes: list[onnx.NodeProto], out: str) -> bool:
     return True
 
 
-FUSIONS: list[Callable[[Graph], bool]] = [fuse_gelu, fuse_layer_norm, fuse_mean]
+FUSIONS: list[Callable[[Graph], bool]] = [fuse_gelu, fuse_layer_norm, fuse_mean,
+                                           fuse_softplus_threshold]
