@@ -259,6 +259,62 @@ def pytorch_mlp_case(seed: int, dynamo: bool = False) -> list[str]:
                                     dynamo)
 
 
+def pytorch_text_case(seed: int, dynamo: bool = False) -> list[str]:
+    """A random PyTorch text model over token ids: nn.Embedding (a padding index in half the
+    cases), then an LSTM or GRU (one or two layers, bidirectional in a third of the cases, its
+    last state h_n[-1] (both directions' torch.cat((h_n[-2], h_n[-1]), 1): h_n[-1] alone is
+    the reverse direction's, refused by name) or the mean of its series), a Conv1d over the embedding turned channels
+    first (a max or a mean over the steps), or the mean of the embeddings alone; a Linear head.
+    Exported by torch.onnx with the batch (and in half the cases the steps) dynamic, read by
+    OnnxFile, held to PyTorch's answer within 1e-5."""
+    import numpy as np
+    import torch
+    from torch import nn
+
+    g = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    vocabulary, width, hidden = int(g.integers(5, 60)), int(g.integers(2, 10)), int(g.integers(2, 9))
+    steps, kind = int(g.integers(3, 12)), str(g.choice(["lstm", "gru", "conv", "bag"]))
+    padding = int(g.integers(0, vocabulary)) if g.random() < 0.5 else None
+    both, layers, state = bool(g.random() < 1 / 3), int(g.integers(1, 3)), bool(g.random() < 0.5)
+    kernel, pool = int(g.choice([1, 2, 3])), str(g.choice(["max", "mean"]))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocabulary, width, padding_idx=padding)
+            out = width
+            if kind in ("lstm", "gru"):
+                self.core = (nn.LSTM if kind == "lstm" else nn.GRU)(
+                    width, hidden, num_layers=layers, batch_first=True, bidirectional=both)
+                out = hidden * (2 if both else 1)
+            elif kind == "conv":
+                self.core = nn.Conv1d(width, hidden, kernel, padding=kernel // 2)
+                out = hidden
+            self.head = nn.Linear(out, 3)
+
+        def forward(self, ids):
+            e = self.embed(ids)
+            if kind in ("lstm", "gru"):
+                y, h = self.core(e)
+                h = h[0] if kind == "lstm" else h
+                last = torch.cat((h[-2], h[-1]), dim=1) if both else h[-1]
+                z = last if state else y.mean(dim=1)
+            elif kind == "conv":
+                c = torch.relu(self.core(e.transpose(1, 2)))
+                z = c.amax(dim=2) if pool == "max" else c.mean(dim=2)
+            else:
+                z = e.mean(dim=1)
+            return self.head(z)
+
+    model = Model().eval()
+    ids = torch.randint(0, vocabulary, (4, steps))
+    axes = {"x": {0: "N", 1: "T"} if g.random() < 0.5 else {0: "N"}, "y": {0: "N"}}
+    label = (f"text {kind} vocabulary {vocabulary} width {width} padding {padding} "
+             f"hidden {hidden} layers {layers} both {both} state {state} kernel {kernel} {pool}")
+    return _read_as_pytorch_answers(seed, model, ids, axes, label, dynamo)
+
+
 def pytorch_encoder_case(seed: int, dynamo: bool = False) -> list[str]:
     """A random stack of one or two nn.TransformerEncoderLayer (1, 2 or 4 heads of 2 to 4
     channels, a feed-forward width of 4 to 16, ReLU or GELU, the norm first or last, layer
@@ -501,6 +557,8 @@ def main() -> int:
              "pytorch-series-dynamo": lambda seed: pytorch_series_case(seed, dynamo=True),
              "pytorch-mlp": pytorch_mlp_case,
              "pytorch-mlp-dynamo": lambda seed: pytorch_mlp_case(seed, dynamo=True),
+             "pytorch-text": pytorch_text_case,
+             "pytorch-text-dynamo": lambda seed: pytorch_text_case(seed, dynamo=True),
              "pytorch-encoder": pytorch_encoder_case,
              "pytorch-encoder-dynamo": lambda seed: pytorch_encoder_case(seed, dynamo=True),
              "gradients": gradients_case, "tensors": tensors_case}

@@ -174,3 +174,21 @@ def test_one_step_of_a_series_is_refused_with_the_ways_out(index):
                                             r"no layer takes one step .* take the mean over the "
                                             r"steps or a global pool instead"):
         OnnxFile(MeanSquaredError()).read(model)
+
+
+def test_one_direction_of_a_bidirectional_last_state_is_refused_by_name():
+    """h_n[-1] of a bidirectional GRU (a common PyTorch readout) is the reverse direction's last
+    state alone: the refusal says so, and what reads."""
+    case = Foreign.load("bigru_last.ts17")
+    concat = next(n for n in case.model.graph.node if n.name == "/Concat")
+    forward = next(n for n in case.model.graph.node if n.output[0] == concat.input[0])
+    gemm = node_of(case.model, "Gemm")
+    gemm.input[0] = concat.input[1]
+    case.model.graph.node.remove(concat)
+    case.model.graph.node.remove(forward)
+    with pytest.raises(ImportRefused) as caught:
+        case.read()
+    assert caught.value.faults[0] == (
+        "node '/Gather_1' (Gather): h_n[-1] of a bidirectional layer is the reverse direction's "
+        "last state alone: no layer gives one direction's state (torch.cat((h_n[-2], h_n[-1]), "
+        "dim=1) reads as the layer's last states)")

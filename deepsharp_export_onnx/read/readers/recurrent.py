@@ -140,6 +140,12 @@ def _last_states(r: Reading, rnn: onnx.NodeProto, directions: int, hidden: int):
         return readers, readers[0].output[0]
     picks = {scalar(r, n.input[1]): n for n in readers if n.op_type == "Gather"
              and attrs(n).get("axis", 0) == 0}
+    if directions == 2 and len(readers) == 1 and len(picks) == 1:
+        which = "reverse" if next(iter(picks)) in (1, -1) else "forward"
+        raise r.unreadable(readers[0], f"h_n[{next(iter(picks))}] of a bidirectional layer is the "
+                                       f"{which} direction's last state alone: no layer gives one "
+                                       f"direction's state (torch.cat((h_n[-2], h_n[-1]), dim=1) "
+                                       f"reads as the layer's last states)")
     if directions == 2 and len(readers) == 2 and set(picks) in ({0, 1}, {-2, -1}):
         first, second = picks.get(0, picks.get(-2)), picks.get(1, picks.get(-1))
         concat = consumer(r, first.output[0], "Concat")
