@@ -78,6 +78,32 @@ class HardMlp(nn.Module):
         return self.net(x)
 
 
+class SqueezeExcite(nn.Module):
+    def __init__(self, channels: int, reduced: int) -> None:
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.down, self.up = nn.Conv2d(channels, reduced, 1), nn.Conv2d(reduced, channels, 1)
+
+    def forward(self, x):
+        return x * nn.functional.hardsigmoid(self.up(torch.relu(self.down(self.pool(x)))))
+
+
+class MobileBlock(nn.Module):
+    """MobileNetV3's block: a convolution, Hardswish, a depthwise convolution, ReLU6, a
+    squeeze-and-excitation gate (Hardsigmoid), a pointwise convolution; batch norms between."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.Hardswish(),
+            nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.BatchNorm2d(8), nn.ReLU6(),
+            SqueezeExcite(8, 4), nn.Conv2d(8, 6, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+            nn.Linear(6, 3))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 class DropoutMlp(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -321,6 +347,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "cnn": (Cnn, _normal(BATCH, 3, 12, 12), {}, {}),
     "cnn_view": (CnnView, _normal(BATCH, 2, 9, 9), {}, {}),
     "cnn_ceil": (CnnCeil, _normal(BATCH, 2, 9, 9), {}, {}),
+    "cnn_mobile": (MobileBlock, _normal(BATCH, 3, 8, 8), {}, {}),
     "conv1d_text": (Conv1dText, _ids((BATCH, 10), 30), {1: "steps"}, {}),
     "conv1d_series": (Conv1dSeries, _normal(BATCH, 4, 12), {}, {}),
     "lstm": (lambda: LstmLast(1), _normal(BATCH, 7, 5), {1: "steps"}, {}),

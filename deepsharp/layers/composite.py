@@ -1,6 +1,7 @@
 """Composite layers: branches that are stacks of their own.
 
 - `residual(branch)`: x + branch(x);
+- `gate(branch)`: x * branch(x), the branch's output broadcast over x (squeeze-and-excitation);
 - `concat(branch_a, branch_b, ...)`: the branches' outputs side by side along the last axis;
 - `columns(start, stop)`: the block x[..., start:stop] of the last axis.
 
@@ -94,6 +95,55 @@ class ResidualStep(Step):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.call(Flow(x)).value
+
+
+@layer("gate")
+class Gate(CompositeSpec):
+    """x * branch(x): the branch's output broadcast over x's shape, each of its axes x's size or
+    1. A squeeze-and-excitation block (MobileNetV3's, EfficientNet's) is a gate whose branch
+    pools the places away and weighs each channel:
+
+    >>> Sequential().gate(Sequential().global_avg_pool(keep_axes=True).conv2d(4, 1).relu()
+    ...                   .conv2d(16, 1).hard_sigmoid())
+    """
+
+    branch: Sequential
+
+    @staticmethod
+    def from_verb(branch: Any) -> "Gate":
+        return make_spec(Gate, "gate", branch=_as_branch("gate", "branch", branch))
+
+    @field_validator("branch")
+    @classmethod
+    def _not_empty(cls, branch: Sequential) -> Sequential:
+        if not len(branch):
+            raise ValueError("must hold at least one layer (x * x is not a gate)")
+        return branch
+
+    def branch_specs(self) -> list[tuple[str, Sequential]]:
+        return [("branch", self.branch)]
+
+    def with_branch_specs(self, branches: list[Sequential]) -> "Gate":
+        return Gate(branch=branches[0])
+
+    def describe(self) -> str:
+        return f"gate({self.branch!r})"
+
+    def build(self, shape: Shape, at: Lowering) -> "GateStep":
+        branch = self.branch.lower(shape, at.random, place=f"{at.place}.branch.")
+        out = branch.output_shape
+        if out.rank != shape.rank or any(b not in (1, d) for b, d in zip(out, shape)):
+            raise ShapeError(f"the branch gives {out}; a gate multiplies x {shape} by it, so "
+                             f"each of its axes must be x's size or 1")
+        return GateStep(self, at.place, shape, shape, branch)
+
+
+class GateStep(ResidualStep):
+    """A residual's step with the branch multiplied in instead of added."""
+
+    def call(self, flow: Flow) -> Flow:
+        out = self.branch.call(flow)
+        return Flow(apply("mul", flow.value, out.value), flow.mask)
 
 
 class _Branches(Module):

@@ -143,3 +143,39 @@ def test_nested_stacks_save_and_load(tmp_path):
     ids = np.array([[3, 4, 5, 0, 0, 0], [1, 2, 3, 4, 5, 6]])
     np.testing.assert_array_equal(loaded(ids), network(ids))
     assert loaded.steps[4].weight.frozen and not loaded.steps[4].lora_a.frozen
+
+
+def test_gate_multiplies_by_the_branch_broadcast_and_names_its_slots():
+    """x * branch(x): a squeeze-and-excitation branch pools the places to (1, 1, C)."""
+    se = Sequential().global_avg_pool(keep_axes=True).dense(2, bias=False).sigmoid()
+    network = Sequential().gate(se).lower(Shape(2, 2, 2))
+    assert sorted(network.state_dict()) == ["0.branch.1.weight"]
+    network.load_state_dict({"0.branch.1.weight": np.array([[1, 0], [0, -1]], np.float32)})
+    x = np.array([[[[1, 2], [3, 4]], [[5, 6], [7, 8]]]], np.float32)  # (1, 2, 2, 2)
+    means = x.mean(axis=(1, 2))  # (4, 5) per channel
+    weights = 1 / (1 + np.exp(-np.array([means[0, 0], -means[0, 1]])))
+    np.testing.assert_allclose(network(x), x * weights, rtol=1e-6)
+
+
+def test_gate_gradients_and_a_whole_shape_branch():
+    network = Sequential().dense(3).gate(Sequential().dense(3).sigmoid()).gate(
+        Sequential().global_avg_pool(keep_axes=True).dense(3).tanh()).lower(Shape(4, 2),
+                                                                          RandomStream(3))
+    assert_module_gradients(network, np.random.default_rng(2).standard_normal((3, 4, 2)))
+
+
+@pytest.mark.parametrize("branch, message", [
+    (Sequential().dense(3), "the branch gives 4x3; a gate multiplies x 4x5 by it, so each of its "
+                            "axes must be x's size or 1"),
+    (Sequential().global_avg_pool(), "the branch gives 5; a gate multiplies x 4x5 by it"),
+])
+def test_gate_refuses_a_branch_that_does_not_broadcast(branch, message):
+    with pytest.raises(ShapeError, match=message):
+        Sequential().gate(branch).lower(Shape(4, 5))
+
+
+def test_gate_refuses_an_empty_branch_and_a_non_sequential():
+    with pytest.raises(SpecError, match="x \\* x is not a gate"):
+        Sequential().gate(Sequential())
+    with pytest.raises(SpecError, match="gate: branch must be a Sequential, received int"):
+        Sequential().gate(3)

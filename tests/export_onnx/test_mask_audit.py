@@ -55,6 +55,8 @@ EXACT = {
     "gaussian_noise": lambda: masked().gaussian_noise(0.1),
     "columns": lambda: masked().columns(1, 3),
     "residual": lambda: masked().residual(Sequential().conv1d(CHANNELS, 3, padding="same")),
+    "gate": lambda: masked().gate(Sequential().global_avg_pool(keep_axes=True).dense(CHANNELS)
+                                  .sigmoid()),
     "concat": lambda: masked().concat(Sequential().conv1d(2, 3, padding="causal"), Sequential()),
     "attention": lambda: masked().attention(causal=True),
     "multi_head_attention": lambda: masked().multi_head_attention(2, 4),

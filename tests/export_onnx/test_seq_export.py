@@ -69,6 +69,10 @@ CASES = [
     ("periodic-embedding", Sequential().periodic_embedding(3, 4).relu().dense(1), Shape(5), None,
      {}),
     ("residual", Sequential().residual(Sequential().dense(4).relu().dense(4)), SERIES, None, {}),
+    ("gate", Sequential().gate(Sequential().dense(4).sigmoid()), SERIES, None, {}),
+    ("gate-over-the-steps", Sequential().dense(4).gate(
+        Sequential().global_avg_pool(keep_axes=True).dense(2).relu().dense(4).hard_sigmoid()),
+     SERIES, None, {}),
     ("concat-columns", Sequential().concat(Sequential(), Sequential().columns(1, 3).dense(2),
                                            Sequential().gru(2, return_sequences=True)),
      SERIES, None, {}),

@@ -55,6 +55,9 @@ CASES = [
      LENGTHS),
     ("avg_pool3d", Sequential().avg_pool3d(2), VOLUME, ()),
     ("global_avg_pool", Sequential().conv2d(3, 3).global_avg_pool(), IMAGE, ()),
+    ("squeeze-and-excitation", Sequential().conv2d(4, 3, padding="same").hard_swish().gate(
+        Sequential().global_avg_pool(keep_axes=True).conv2d(2, 1).relu().conv2d(4, 1)
+        .hard_sigmoid()).conv2d(3, 1).relu6(), IMAGE, ()),
     ("global_max_pool-keep", Sequential().global_max_pool(keep_axes=True), IMAGE, ()),
     ("global_avg_pool-series", Sequential().global_avg_pool(), SERIES, LENGTHS),
     ("adaptive_avg_pool-equal", Sequential().adaptive_avg_pool((2, 3)), IMAGE, ()),

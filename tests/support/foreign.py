@@ -44,6 +44,7 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "attention_fast": (MeanSquaredError(), None),
     "encoder_stack": (MeanSquaredError(), None),
     "mlp_hard": (MeanSquaredError(), None),
+    "cnn_mobile": (MeanSquaredError(), None),
     "skl_classifier": (CrossEntropy(), "probabilities"),
     "skl_regressor": (MeanSquaredError(), None),
     "skl_binary": (BinaryCrossEntropy(), "probabilities"),

@@ -1,12 +1,13 @@
 """Composite layers and low-rank adapters, read back.
 
 - a value read by several nodes that meet again at an Add with the value itself -> residual (the
-  branch read as a stack of its own), or at a Concat -> concat (each input a branch; the value
-  itself an empty branch);
+  branch read as a stack of its own), at a Mul with the value itself -> gate (x * branch(x), a
+  squeeze-and-excitation block), or at a Concat -> concat (each input a branch; the value itself
+  an empty branch);
 - Slice of the last axis by constants -> columns;
 - MatMul by a kernel beside MatMul, MatMul, Mul by a scalar, joined by an Add -> low-rank dense.
 
-The join of a fork is the first Add or Concat (in graph order) that every node reading the value
+The join of a fork is the first Add, Mul or Concat (in graph order) that every node reading the value
 leads to; each branch is read from the value to the join's input, with the other branches' nodes
 hidden while it is read. The composite fork reader is registered after every other fork reader,
 so a pattern such as attention's three MatMuls is read as that layer first.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import onnx
 
-from deepsharp.layers.composite import Columns, Concat, Residual
+from deepsharp.layers.composite import Columns, Concat, Gate, Residual
 from deepsharp.layers.low_rank import LowRankDense
 from deepsharp.sequential import Sequential
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads_fork, reads_pattern
@@ -103,7 +104,7 @@ def _ancestors(r: Reading, node: onnx.NodeProto, stop: str) -> set[int]:
 
 def _join(r: Reading, readers: list[onnx.NodeProto]) -> onnx.NodeProto | None:
     for node in _reachable(r, r.value):
-        if node.op_type not in ("Add", "Concat") or not all(
+        if node.op_type not in ("Add", "Mul", "Concat") or not all(
                 i == r.value or i in r.view.producer for i in node.input):
             continue  # a join's inputs are all branches computed from the value
         made_from = _ancestors(r, node, r.value)
@@ -134,14 +135,14 @@ def _branch(r: Reading, end: str, hidden: list[onnx.NodeProto]) -> tuple[list, d
 @reads_fork
 def read_composite(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
     join = _join(r, nodes)
-    if join is None or (join.op_type == "Add" and r.value not in join.input):
+    if join is None or (join.op_type in ("Add", "Mul") and r.value not in join.input):
         return None
-    if join.op_type == "Add":
+    if join.op_type in ("Add", "Mul"):
         end = other_input(join, r.value) if list(join.input) != [r.value, r.value] else r.value
         r.view.consume(join)
         specs, slots = _branch(r, end, [])
-        branch = Sequential(layers=tuple(specs))
-        spec = Residual(branch=branch) if specs else Residual.model_construct(branch=branch)
+        branch, kind = Sequential(layers=tuple(specs)), Residual if join.op_type == "Add" else Gate
+        spec = kind(branch=branch) if specs else kind.model_construct(branch=branch)
         return Read(join.output[0], [join], [spec], [{f"branch.{k}": v for k, v in slots.items()}])
     r.view.consume(join)
     branches, slots = [], {}

@@ -1,6 +1,6 @@
 """Composite layers and low-rank adapters -> ONNX.
 
-- residual -> the branch's nodes, then Add(x, branch(x));
+- residual -> the branch's nodes, then Add(x, branch(x)); gate -> Mul(x, branch(x)) (broadcast);
 - concat -> each branch's nodes (an empty branch is x itself), then Concat on the last axis;
 - columns -> Slice of the last axis;
 - low-rank dense -> MatMul by the held kernel, Add of the bias, and beside it the products they
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from deepsharp.layers.composite import ColumnsStep, ConcatStep, ResidualStep
+from deepsharp.layers.composite import ColumnsStep, ConcatStep, GateStep, ResidualStep
 from deepsharp.layers.low_rank import LowRankDenseStep
 from deepsharp_export_onnx.values import Value
 from deepsharp_export_onnx.write.writers.base import Writing, writes
@@ -31,6 +31,12 @@ def _branch(step, network, x: Value, w: Writing) -> Value:
 def write_residual(step: ResidualStep, x: Value, w: Writing) -> Value:
     y = _branch(step, step.branch, x, w)
     return w.value(w.node("Add", [x.name, y.name]), x.dims, x)
+
+
+@writes(GateStep)
+def write_gate(step: GateStep, x: Value, w: Writing) -> Value:
+    y = _branch(step, step.branch, x, w)
+    return w.value(w.node("Mul", [x.name, y.name]), x.dims, x)
 
 
 @writes(ConcatStep)
