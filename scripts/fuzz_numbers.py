@@ -6,7 +6,10 @@ case rebuilt from its seed, every fault printed with the seed that replays it.
 - here, needing torch as the benchmarks do: `gradients` (the `trace` chains on PyTorch's tensors
   too, outputs and gradients held to PyTorch's), `pytorch` and `pytorch-series` (random PyTorch
   image models, and recurrent or attention series models, exported by torch.onnx with dynamic
-  axes, read by OnnxFile, held to PyTorch's own answer within 1e-5).
+  axes, read by OnnxFile, held to PyTorch's own answer within 1e-5), `pytorch-encoder`,
+  `pytorch-mlp`, `pytorch-text` and `pytorch-mobile` (encoder stacks, MLPs with norms, branches
+  and eleven activations, embedding text models, MobileNetV3-like blocks), each family also as
+  `<family>-dynamo` (PyTorch's default exporter, torch.export's graphs).
 
     .venv/bin/python scripts/fuzz_numbers.py [--cases export=200,paths=100,recurrent=500,trace=500,
                                                pytorch=100,pytorch-series=100,gradients=500]
@@ -315,6 +318,68 @@ def pytorch_text_case(seed: int, dynamo: bool = False) -> list[str]:
     return _read_as_pytorch_answers(seed, model, ids, axes, label, dynamo)
 
 
+def pytorch_mobile_case(seed: int, dynamo: bool = False) -> list[str]:
+    """A random MobileNetV3-like PyTorch model: a stem convolution, then one to three inverted
+    residual blocks (a 1x1 expansion, a depthwise 3x3 convolution, strided in some, batch norms
+    with trained statistics, ReLU, ReLU6 or Hardswish, in half the blocks a squeeze-and-
+    excitation gate with Hardsigmoid or Sigmoid, a 1x1 projection, the input added back where
+    the shapes allow), a global pool, a Linear; exported by torch.onnx with the batch dynamic,
+    read by OnnxFile, held to PyTorch's answer within 1e-5."""
+    import numpy as np
+    import torch
+    from torch import nn
+
+    g = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+
+    def act():
+        return [nn.ReLU, nn.ReLU6, nn.Hardswish][int(g.integers(3))]()
+
+    class SqueezeExcite(nn.Module):
+        def __init__(self, c: int, r: int, hard: bool):
+            super().__init__()
+            self.pool, self.hard = nn.AdaptiveAvgPool2d(1), hard
+            self.down, self.up = nn.Conv2d(c, r, 1), nn.Conv2d(r, c, 1)
+
+        def forward(self, x):
+            w = self.up(torch.relu(self.down(self.pool(x))))
+            return x * (nn.functional.hardsigmoid(w) if self.hard else torch.sigmoid(w))
+
+    class Block(nn.Module):
+        def __init__(self, c: int, out: int, stride: int):
+            super().__init__()
+            wide = c * int(g.integers(1, 4))
+            layers = [nn.Conv2d(c, wide, 1), nn.BatchNorm2d(wide), act(),
+                      nn.Conv2d(wide, wide, 3, stride=stride, padding=1, groups=wide),
+                      nn.BatchNorm2d(wide), act()]
+            if g.random() < 0.5:
+                layers.append(SqueezeExcite(wide, max(1, wide // 4), bool(g.random() < 0.7)))
+            layers += [nn.Conv2d(wide, out, 1), nn.BatchNorm2d(out)]
+            self.body, self.skip = nn.Sequential(*layers), stride == 1 and c == out
+
+        def forward(self, x):
+            return x + self.body(x) if self.skip else self.body(x)
+
+    c = int(g.integers(2, 9))
+    layers = [nn.Conv2d(3, c, 3, padding=1), nn.BatchNorm2d(c), act()]
+    for _ in range(int(g.integers(1, 4))):
+        out = c if g.random() < 0.5 else int(g.integers(2, 9))
+        layers.append(Block(c, out, int(g.choice([1, 1, 2]))))
+        c = out
+    model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, 3)).eval()
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.BatchNorm2d):
+                module.running_mean.uniform_(-1, 1)
+                module.running_var.uniform_(0.5, 2)
+                module.weight.uniform_(0.5, 2)
+                module.bias.uniform_(-0.5, 0.5)
+    size = int(g.integers(6, 13))
+    x = torch.randn(3, 3, size, size) * 2
+    return _read_as_pytorch_answers(seed, model, x, {"x": {0: "N"}, "y": {0: "N"}}, str(model),
+                                    dynamo)
+
+
 def pytorch_encoder_case(seed: int, dynamo: bool = False) -> list[str]:
     """A random stack of one or two nn.TransformerEncoderLayer (1, 2 or 4 heads of 2 to 4
     channels, a feed-forward width of 4 to 16, ReLU or GELU, the norm first or last, layer
@@ -559,6 +624,8 @@ def main() -> int:
              "pytorch-mlp-dynamo": lambda seed: pytorch_mlp_case(seed, dynamo=True),
              "pytorch-text": pytorch_text_case,
              "pytorch-text-dynamo": lambda seed: pytorch_text_case(seed, dynamo=True),
+             "pytorch-mobile": pytorch_mobile_case,
+             "pytorch-mobile-dynamo": lambda seed: pytorch_mobile_case(seed, dynamo=True),
              "pytorch-encoder": pytorch_encoder_case,
              "pytorch-encoder-dynamo": lambda seed: pytorch_encoder_case(seed, dynamo=True),
              "gradients": gradients_case, "tensors": tensors_case}
