@@ -85,7 +85,9 @@ NETWORKS = {"dense": _dense, "series": _series, "image": _image}
 FOREIGN = Path(__file__).resolve().parents[1] / "fixtures" / "import"
 FOREIGN_SEEDS = ("mlp_softmax.ts17", "cnn.dynamo18", "cnn_view.ts17", "conv1d_text.ts13",
                  "lstm2.ts17", "bigru_last.dynamo18", "embedding_lstm.ts18", "encoder.ts17",
-                 "encoder_gelu.dynamo18", "attention.ts17", "layer_norm.ts13")
+                 "encoder_gelu.dynamo18", "attention.ts17", "layer_norm.ts13",
+                 "encoder_stack.dynamo18", "attention_fast.dynamo18", "mlp_hard.ts13",
+                 "cnn_mobile.dynamo18")
 
 
 def _prepared_network():

@@ -123,9 +123,9 @@ def _pytorchs(alpha: float, beta: float) -> bool:
 def read_gated(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
     """x * Tanh(Softplus(x)): a Mish; x * HardSigmoid(x) (alpha 1/6, beta 1/2): a HardSwish."""
     mul = next((n for n in nodes if n.op_type == "Mul"), None)
-    if len(nodes) != 2 or mul is None:
+    first = next((n for n in nodes if n is not mul), None)
+    if len(nodes) != 2 or mul is None or first is None:  # (a Mul listed twice: x * x)
         return None
-    first = next(n for n in nodes if n is not mul)
     chain = [first]
     if first.op_type == "Softplus":
         tanh = r.view.open_consumers(first.output[0])
