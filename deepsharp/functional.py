@@ -17,8 +17,8 @@ from deepsharp.tensors.tensor import as_tensor
 from deepsharp.tensors import keywords as kw
 # the tensor vocabulary (PyTorch's torch.* functions of the same names): docs/tensors.md
 from deepsharp.tensors.api.activations import (  # noqa: F401
-    elu, gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, log_softmax, mish, relu, relu6,
-    sigmoid, silu, softmax, softplus, tanh,
+    elu, gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, log_softmax, mish, prelu, relu,
+    relu6, sigmoid, silu, softmax, softplus, tanh,
 )
 from deepsharp.tensors.api.arithmetic import (  # noqa: F401
     add, addmm, bmm, cross, div, dot, erf, isfinite, lerp, matmul, mm, nan_to_num, norm,

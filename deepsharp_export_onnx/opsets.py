@@ -25,7 +25,7 @@ FIRST: dict[str, int] = {
     "Relu": 6, "Sigmoid": 6, "Tanh": 6, "Exp": 6, "Log": 6, "Sqrt": 6, "Neg": 6, "Abs": 6,
     "Reciprocal": 6, "Floor": 6, "Ceil": 6,
     "Elu": 6, "LeakyRelu": 6, "Softplus": 1, "Softmax": 1, "LogSoftmax": 1, "Gelu": 20,
-    "HardSigmoid": 6, "HardSwish": 14,
+    "HardSigmoid": 6, "HardSwish": 14, "PRelu": 7,
     "Erf": 9, "Sin": 7, "Cos": 7, "Max": 8, "Min": 8, "Sum": 8, "Where": 9, "Not": 1,
     "And": 7, "Or": 7, "Equal": 11, "Greater": 9, "Less": 9, "Cast": 6, "Identity": 1,
     "Transpose": 1, "Reshape": 5, "Flatten": 9, "Concat": 4, "Gather": 1, "Slice": 10,
@@ -97,6 +97,7 @@ BY_TYPE: dict[str, dict[str, int | None]] = {
     "Gemm": _FLOAT_ONLY, "MatMul": {"bool": None},
     "Gelu": {"double": None, **_FLOAT_ONLY}, "Erf": {"double": None, **_FLOAT_ONLY},
     **{op: {"double": None, **_FLOAT_ONLY} for op in ("Softplus", "HardSigmoid", "HardSwish")},
+    "PRelu": {"double": 16, **_FLOAT_ONLY},
     "Floor": _FLOAT_ONLY, "Ceil": _FLOAT_ONLY, "Round": _FLOAT_ONLY, "IsNaN": _FLOAT_ONLY,
     "IsInf": _FLOAT_ONLY, "Mod": _NUMERIC,
     **{op: {"float": None, "double": None, "bool": None}  # integers only

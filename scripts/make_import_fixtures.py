@@ -104,6 +104,23 @@ class MobileBlock(nn.Module):
         return self.net(x)
 
 
+class PreluCnn(nn.Module):
+    """nn.PReLU per channel on an image ((C, 1, 1) slopes) and on rows ((C,)), and shared."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(2, 4, 3), nn.PReLU(4), nn.Conv2d(4, 3, 3), nn.PReLU(),
+                                 nn.Flatten(), nn.Linear(3 * 5 * 5, 6), nn.PReLU(6),
+                                 nn.Linear(6, 2))
+        with torch.no_grad():  # slopes apart from their common start
+            for module in self.net:
+                if isinstance(module, nn.PReLU):
+                    module.weight.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.net(x)
+
+
 class DropoutMlp(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -348,6 +365,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "cnn_view": (CnnView, _normal(BATCH, 2, 9, 9), {}, {}),
     "cnn_ceil": (CnnCeil, _normal(BATCH, 2, 9, 9), {}, {}),
     "cnn_mobile": (MobileBlock, _normal(BATCH, 3, 8, 8), {}, {}),
+    "cnn_prelu": (PreluCnn, _normal(BATCH, 2, 9, 9), {}, {}),
     "conv1d_text": (Conv1dText, _ids((BATCH, 10), 30), {1: "steps"}, {}),
     "conv1d_series": (Conv1dSeries, _normal(BATCH, 4, 12), {}, {}),
     "lstm": (lambda: LstmLast(1), _normal(BATCH, 7, 5), {1: "steps"}, {}),

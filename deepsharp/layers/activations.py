@@ -11,7 +11,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from deepsharp.errors import ShapeError
 from deepsharp.layers.base import LayerSpec, Lowering, Step, layer
+from deepsharp.module import Parameter
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, apply
 
@@ -135,6 +137,32 @@ class HardSigmoid(ActivationSpec):
 @layer("hard_swish")
 class HardSwish(ActivationSpec):
     """x * min(max(x + 3, 0), 6) / 6, as PyTorch's nn.Hardswish and Keras 3's hard_swish."""
+
+
+@layer("prelu")
+class Prelu(LayerSpec):
+    """x where x > 0, else a * x, with a learnt: one value (`per_channel=False`, PyTorch's
+    nn.PReLU()) or one per channel of the last axis (nn.PReLU(C)), each starting at `init`."""
+
+    per_channel: bool = False
+    init: float = 0.25
+
+    def build(self, shape: Shape, at: Lowering) -> "PreluStep":
+        if self.per_channel and shape.rank == 0:
+            raise ShapeError("per_channel needs a channel axis (a weight per channel of the "
+                             "last axis)")
+        count = shape[-1] if self.per_channel else 1
+        return PreluStep(self, at.place, shape, shape, np.full(count, self.init, np.float32))
+
+
+class PreluStep(Step):
+    def __init__(self, spec: Prelu, place: str, input_shape: Shape, output_shape: Shape,
+                 weight: np.ndarray) -> None:
+        super().__init__(spec, place, input_shape, output_shape)
+        self.weight = Parameter(weight)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return apply("prelu", x, self.weight, axis=-1)
 
 
 @layer("softmax")

@@ -140,6 +140,11 @@ def elementwise(ctx: DimContext) -> list[Dims]:
     return [broadcast(ctx, [o.dims for o in ctx.operands], shape) for shape in ctx.shapes]
 
 
+def like_first(ctx: DimContext) -> list[Dims]:
+    """The result takes its first operand's dims (prelu: the weight lies along one axis)."""
+    return [tuple(ctx.operands[0].dims)]
+
+
 def matmul(ctx: DimContext) -> list[Dims]:
     a, b = (o.dims for o in ctx.operands)
     _agree(ctx, len(a) - 1, [a[-1], b[-2]], example(a[-1]), "the axis the product contracts")
@@ -395,5 +400,5 @@ def positional(ctx: DimContext) -> list[Dims]:
 
 
 __all__ = ["DimContext", "DimRule", "Operand", "adaptive", "attention", "broadcast", "concat",
-           "describe", "elementwise", "embedding", "expand", "gather", "matmul", "padded",
+           "describe", "elementwise", "embedding", "expand", "gather", "like_first", "matmul", "padded",
            "positional", "recurrent", "reduce", "resized", "reshape", "transpose", "windowed"]

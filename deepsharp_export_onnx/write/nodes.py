@@ -172,6 +172,17 @@ def _hard_swish(emit, inputs, attrs, ranks):
     return emit("HardSwish", inputs)
 
 
+@writes_primitive("prelu", dims=dims.like_first)
+def _prelu(emit, inputs, attrs, ranks):
+    """PRelu, the slope reshaped to lie along the axis (ONNX broadcasts it from the right)."""
+    rank, axis = ranks[0], int(attrs["axis"]) % max(ranks[0], 1)
+    x, slope = emit.promoted(inputs)
+    if rank > 1 and axis != rank - 1:
+        slope = emit("Reshape", [slope, emit.constant("slope_shape", [-1] + [1] * (rank - 1 - axis))],
+                     suffix="slope")
+    return emit("PRelu", [x, slope])
+
+
 @writes_primitive("elu", dims=dims.elementwise)
 def _elu(emit, inputs, attrs, ranks):
     return emit("Elu", inputs, {"alpha": float(attrs["alpha"])})

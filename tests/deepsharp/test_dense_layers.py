@@ -51,6 +51,8 @@ def test_initial_values_do_not_depend_on_other_layers():
     Sequential().dense(5).mish(),
     Sequential().dense(5).hard_sigmoid(),
     Sequential().dense(5).hard_swish(),
+    Sequential().dense(5).prelu(),
+    Sequential().dense(5).prelu(per_channel=True, init=-0.3),
     Sequential().dense(5).dropout(0.3).dense(2),
 ], ids=str)
 def test_dense_stack_everywhere(spec):
@@ -145,3 +147,24 @@ def test_mish_by_hand():
 def test_hardtanh_refuses_bounds_out_of_order(call, message):
     with pytest.raises(SpecError, match=message.replace("(", "\\(")):
         call()
+
+
+def test_prelu_by_hand_and_its_slots():
+    network = Sequential().prelu(per_channel=True).lower(Shape(3), RandomStream(0))
+    np.testing.assert_array_equal(network.state_dict()["0.weight"], [0.25, 0.25, 0.25])
+    network.load_state_dict({"0.weight": np.array([0.5, -1.0, 0.0], np.float32)})
+    x = np.array([[-2, -2, -2], [3, 0, 1]], np.float32)
+    np.testing.assert_array_equal(network(x), [[-1, 2, 0], [3, 0, 1]])
+    shared = Sequential().prelu(init=0.1).lower(Shape(2, 3), RandomStream(0))
+    assert shared.state_dict()["0.weight"].shape == (1,)
+
+
+def test_prelu_function_refuses_a_weight_off_axis_one():
+    from deepsharp import functional as F
+    from deepsharp.errors import OpError
+    from deepsharp.tensors import Tensor
+
+    x = Tensor(np.zeros((2, 3, 4), np.float32))
+    with pytest.raises(OpError, match="prelu: weight must hold one value or one per channel of "
+                                      "axis 1 \\(3\\), received shape \\(4,\\)"):
+        F.prelu(x, Tensor(np.ones(4, np.float32)))

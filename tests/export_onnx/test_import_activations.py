@@ -91,3 +91,23 @@ def test_mish_and_hard_swish_as_one_node_and_as_their_products():
     soft = [helper.make_node("Softplus", ["h"], ["s"]), helper.make_node("Tanh", ["s"], ["t"]),
             helper.make_node("Mul", ["h", "t"], ["y"])]
     reads_as(graph(soft), "Sequential().dense(4, bias=False).mish()")
+
+
+@pytest.mark.parametrize("slope, expected", [
+    ([0.2], "prelu()"), ([0.1, -0.2, 0.3, 0.4], "prelu(per_channel=True)"),
+    ([[0.1, -0.2, 0.3, 0.4]], "prelu(per_channel=True)"),
+])
+def test_a_prelu_by_a_constant_slope(slope, expected):
+    model = graph([helper.make_node("PRelu", ["h", "s"], ["y"], name="p")], [("s", slope)])
+    reads_as(model, f"Sequential().dense(4, bias=False).{expected}")
+
+
+@pytest.mark.parametrize("slope, message", [
+    ([[0.1], [0.2], [0.3], [0.4]], "a slope of shape \\(4, 1\\): prelu takes one value or one per "
+                                   "channel, along axis 1 of this rank-2 value"),
+    ([0.1, 0.2], "2 slopes for 4 channels"),
+])
+def test_a_prelu_slope_off_the_channels_is_refused_by_name(slope, message):
+    model = graph([helper.make_node("PRelu", ["h", "s"], ["y"], name="p")], [("s", slope)])
+    with pytest.raises(ImportRefused, match=f"node 'p' \\(PRelu\\): {message}"):
+        OnnxFile(MeanSquaredError()).read(model)

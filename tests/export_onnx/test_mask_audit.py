@@ -39,7 +39,7 @@ def volume() -> Sequential:
 
 
 ACTIVATIONS = ["relu", "sigmoid", "tanh", "gelu", "silu", "elu", "leaky_relu", "softplus",
-               "softmax", "hardtanh", "relu6", "mish", "hard_sigmoid", "hard_swish"]
+               "softmax", "hardtanh", "relu6", "mish", "hard_sigmoid", "hard_swish", "prelu"]
 # kind -> the layer after a masked series, whose real steps answer as the unpadded series'
 EXACT = {
     **{kind: (lambda kind=kind: getattr(masked(), kind)()) for kind in ACTIVATIONS},

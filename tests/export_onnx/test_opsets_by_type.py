@@ -32,6 +32,8 @@ def _node_inputs(op: str, kind: str):
         return {**x, "w": (ELEM[kind], [2, 3])}, {}, {"fmod": 1} if op == "Mod" else {}, 1
     if op == "Where":
         return {"c": (TensorProto.BOOL, [2, 3]), **x, "w": (ELEM[kind], [2, 3])}, {}, {}, 1
+    if op == "PRelu":
+        return x, {"slope": np.full(3, 0.2, NUMPY[kind])}, {}, 1
     if op == "Clip":
         bounds = {n: np.asarray(v, NUMPY[kind]) for n, v in (("low", 0), ("high", 1))}
         return x, bounds, {}, 1

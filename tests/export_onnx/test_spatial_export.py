@@ -55,6 +55,8 @@ CASES = [
      LENGTHS),
     ("avg_pool3d", Sequential().avg_pool3d(2), VOLUME, ()),
     ("global_avg_pool", Sequential().conv2d(3, 3).global_avg_pool(), IMAGE, ()),
+    ("prelu-per-channel", Sequential().conv2d(4, 3).prelu(per_channel=True).conv2d(2, 1)
+     .prelu(), IMAGE, ()),
     ("squeeze-and-excitation", Sequential().conv2d(4, 3, padding="same").hard_swish().gate(
         Sequential().global_avg_pool(keep_axes=True).conv2d(2, 1).relu().conv2d(4, 1)
         .hard_sigmoid()).conv2d(3, 1).relu6(), IMAGE, ()),

@@ -60,6 +60,7 @@ CASES = [
     ("hardsigmoid", lambda x: F.hardsigmoid(x * 4), X, B, "HardSigmoid"),
     ("hardswish", lambda x: F.hardswish(x * 4), XS, BT, "HardSwish"),
     ("relu-in-place", lambda x: F.relu(x * 1.0, inplace=True), X, B, "Relu"),
+    ("prelu-channels", lambda x: F.prelu(x, F.full((x.shape[1],), 0.2)), X, B, "PRelu"),
     ("softmax-last", F.softmax, XS, BT, "Softmax"),
     ("softmax-over-steps", lambda x: F.softmax(x, axis=1), XS, BT, "Softmax"),
     ("log-softmax", F.log_softmax, XS, BT, "LogSoftmax"),

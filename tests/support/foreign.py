@@ -45,6 +45,7 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "encoder_stack": (MeanSquaredError(), None),
     "mlp_hard": (MeanSquaredError(), None),
     "cnn_mobile": (MeanSquaredError(), None),
+    "cnn_prelu": (MeanSquaredError(), None),
     "skl_classifier": (CrossEntropy(), "probabilities"),
     "skl_regressor": (MeanSquaredError(), None),
     "skl_binary": (BinaryCrossEntropy(), "probabilities"),

@@ -555,4 +555,8 @@ CASES: list[P] = [
       {"negative_slope": 0.3}, op="leaky_relu"),
     P("elu-alpha", "F.elu", [N(4, 5)], (I(0), 0.4), op="elu"),
     P("silu-function", "F.silu", [N(4, 5)], op="silu"),
+    P("prelu", "F.prelu", [N(4, 3), Pos(3)]),
+    P("prelu-image", "F.prelu", [N(2, 3, 4, 5), Pos(3)], op="prelu"),
+    P("prelu-shared", "F.prelu", [N(4, 5), Pos(1)], op="prelu"),
+    P("prelu-at-zero", "F.prelu", [T(4, 3), Pos(3)], op="prelu"),
 ]

@@ -129,3 +129,15 @@ def log_softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None,
     x = _cast_first(x, dtype)
     kw.floating("log_softmax", x)
     return apply("log_softmax", x, axis=kw.one_dim("log_softmax", dim, axis, x.ndim, default=-1))
+
+
+def prelu(x: Tensor, weight: Tensor) -> Tensor:
+    """x where x > 0, else weight * x, as PyTorch's F.prelu: weight holds one value, or one per
+    channel of axis 1 (x's second axis, PyTorch's channel axis, whatever layout the tensor has)."""
+    x, weight = as_tensor(x), as_tensor(weight)
+    kw.floating("prelu", x)
+    if weight.ndim > 1 or (weight.size != 1 and (x.ndim < 2 or weight.size != x.shape[1])):
+        channels = x.shape[1] if x.ndim >= 2 else None
+        raise OpError(f"prelu: weight must hold one value or one per channel of axis 1 "
+                      f"({channels}), received shape {tuple(weight.shape)}")
+    return apply("prelu", x, weight, axis=1 if x.ndim >= 2 else 0)

@@ -260,6 +260,36 @@ class Hardtanh:
         return (grad * ((a > low) & (a < high)).astype(a.dtype),)
 
 
+def _along(w: np.ndarray, axis: int, ndim: int) -> np.ndarray:
+    """w (1 or C values) shaped to broadcast along `axis` of a rank-`ndim` value."""
+    if w.size == 1 or ndim == 0:
+        return w.reshape(())
+    shape = [1] * ndim
+    shape[axis % ndim] = w.size
+    return w.reshape(shape)
+
+
+@primitive("prelu")
+class Prelu:
+    """x where x > 0, else w * x, as PyTorch's prelu: w holds one value or one per channel of
+    `axis` (PyTorch's F.prelu: axis 1; the prelu layer: the last). The gradient of x is w at 0
+    and below, of w the sum of x * grad where x <= 0, PyTorch's."""
+
+    def forward(a, w, *, axis):
+        return np.where(a > 0, a, _along(w, axis, a.ndim) * a).astype(a.dtype), None
+
+    def backward(grad, saved, a, w, *, axis):
+        below = a <= 0
+        da = grad * np.where(below, _along(w, axis, a.ndim), 1)
+        terms = np.where(below, a * grad, 0)
+        if w.size == 1 or a.ndim == 0:
+            dw = terms.sum().reshape(w.shape)
+        else:
+            keep = axis % a.ndim
+            dw = terms.sum(axis=tuple(i for i in range(a.ndim) if i != keep)).reshape(w.shape)
+        return da.astype(a.dtype), dw.astype(w.dtype)
+
+
 def _softplus(a: np.ndarray) -> np.ndarray:
     return np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))
 

@@ -1,5 +1,6 @@
 """Activation nodes -> activation layers; x * Sigmoid(x) -> silu, x * Tanh(Softplus(x)) -> mish,
-x * HardSigmoid(x) -> hard_swish; Clip by two constants -> hardtanh (relu6 at 0 and 6)."""
+x * HardSigmoid(x) -> hard_swish; Clip by two constants -> hardtanh (relu6 at 0 and 6); PRelu by
+a constant slope -> prelu."""
 
 from __future__ import annotations
 
@@ -94,6 +95,26 @@ def _clip_bounds(node: onnx.NodeProto, r: Reading) -> tuple[float | None, float 
                 bounds[k - 1] = float(value.reshape(-1)[0])
     low, high = (None if b is None or not np.isfinite(b) else _float32(b) for b in bounds)
     return low, high
+
+
+@reads("PRelu")
+def read_prelu(node: onnx.NodeProto, r: Reading) -> Read:
+    """PRelu by a constant slope of one value, or one per channel lying along the channel axis
+    ((C,) on a channels-last value, (C, 1, 1) on a channels-first image, PyTorch's) -> prelu."""
+    slope = r.need_constant(node, 1, "slope")
+    channel = 1 if r.order is Order.CHANNELS_FIRST and r.rank > 2 else r.rank - 1
+    if slope.size == 1:
+        return Read(node.output[0], [node], [SPEC_KINDS["prelu"]()],
+                    [{"weight": slope.reshape(1).astype(np.float32)}])
+    at = channel - (r.rank - slope.ndim)  # the slope's axis over the channels (right-aligned)
+    if slope.ndim > r.rank or at < 0 or any(n != 1 for k, n in enumerate(slope.shape) if k != at):
+        raise r.unreadable(node, f"a slope of shape {slope.shape}: prelu takes one value or one "
+                                 f"per channel, along axis {channel} of this rank-{r.rank} value")
+    dims = r.view.dims(r.value) or ()
+    if channel < len(dims) and isinstance(dims[channel], int) and dims[channel] != slope.size:
+        raise r.unreadable(node, f"{slope.size} slopes for {dims[channel]} channels")
+    return Read(node.output[0], [node], [SPEC_KINDS["prelu"](per_channel=True)],
+                [{"weight": slope.reshape(-1).astype(np.float32)}])
 
 
 @reads("HardSigmoid")
