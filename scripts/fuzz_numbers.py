@@ -50,7 +50,8 @@ def _exported(model, x, axes: dict, dynamo: bool) -> bytes:
 def _read_as_pytorch_answers(seed: int, model, x, axes: dict, label: str,
                              dynamo: bool = False) -> list[str]:
     """`model` exported by torch.onnx (`_exported`), read by OnnxFile: its predictions on x
-    against PyTorch's within 1e-5 of the answer's size."""
+    against PyTorch's within 1e-5 of the answer's size, or (float32's own rounding) no farther
+    from PyTorch's float64 answer than PyTorch's float32 one is."""
     import io
 
     import numpy as np
@@ -69,10 +70,28 @@ def _read_as_pytorch_answers(seed: int, model, x, axes: dict, label: str,
         network = OnnxFile(MeanSquaredError()).read(io.BytesIO(data))
     except OnnxError as error:
         return [f"seed {seed}: {label} refused: {str(error)[:200]}"]
-    gap = float(np.abs(network.predict(x.numpy(), MeanSquaredError()) - expected).max())
-    if not gap <= 1e-5 * max(1.0, float(np.abs(expected).max())):
-        return [f"seed {seed}: {label}: {gap} from PyTorch"]
-    return []
+    ours = network.predict(x.numpy(), MeanSquaredError())
+    gap, tolerance = float(np.abs(ours - expected).max()), 1e-5 * max(1.0, float(np.abs(expected).max()))
+    if gap <= tolerance:
+        return []
+    # float32 itself: where PyTorch's answer is as far from the float64 one, ours may be as far
+    # on the other side (a layer norm over two features, near-equal values): held to float64
+    exact = _in_float64(model, x)
+    theirs, mine = float(np.abs(expected - exact).max()), float(np.abs(ours - exact).max())
+    if mine <= max(tolerance, theirs):
+        return []
+    return [f"seed {seed}: {label}: {gap} from PyTorch ({mine} from its float64 answer, "
+            f"PyTorch's float32 {theirs})"]
+
+
+def _in_float64(model, x):
+    """`model`'s answer to x in float64 (a copy of it: the float32 model is left as it was)."""
+    import copy
+
+    import torch
+
+    with torch.no_grad():
+        return copy.deepcopy(model).double()(x.double() if x.is_floating_point() else x).numpy()
 
 
 def pytorch_case(seed: int, dynamo: bool = False) -> list[str]:
