@@ -8,7 +8,7 @@ case rebuilt from its seed, every fault printed with the seed that replays it.
   image models, and recurrent or attention series models, exported by torch.onnx with dynamic
   axes, read by OnnxFile, held to PyTorch's own answer within 1e-5), `pytorch-encoder`,
   `pytorch-mlp`, `pytorch-text` and `pytorch-mobile` (encoder stacks, MLPs with norms, branches
-  and eleven activations, embedding text models, MobileNetV3-like blocks), each family also as
+  and fifteen activations, embedding text models, MobileNetV3-like blocks), each family also as
   `<family>-dynamo` (PyTorch's default exporter, torch.export's graphs).
 
     .venv/bin/python scripts/fuzz_numbers.py [--cases export=200,paths=100,recurrent=500,trace=500,
@@ -217,7 +217,8 @@ def pytorch_series_case(seed: int, dynamo: bool = False) -> list[str]:
 
 def pytorch_mlp_case(seed: int, dynamo: bool = False) -> list[str]:
     """A random PyTorch MLP over features: Linear layers with batch norm (its statistics
-    trained), layer norm, dropout and eleven activations between them, in half the cases a
+    trained), layer norm, dropout and fifteen activations between them (PReLU shared or per
+    channel), in half the cases a
     residual block (x + f(x)) or two branches concatenated (torch.cat); exported by torch.onnx
     with the batch dynamic, read by OnnxFile, held to PyTorch's answer within 1e-5."""
     import numpy as np
@@ -227,13 +228,15 @@ def pytorch_mlp_case(seed: int, dynamo: bool = False) -> list[str]:
     g = np.random.default_rng(seed)
     torch.manual_seed(seed)
     kinds = [nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, lambda: nn.GELU(approximate="tanh"), nn.SiLU,
-             nn.ELU, lambda: nn.LeakyReLU(0.2), nn.Softplus, nn.Hardtanh, nn.Mish]
+             nn.ELU, lambda: nn.LeakyReLU(0.2), nn.Softplus, nn.Hardtanh, nn.Mish, nn.ReLU6,
+             nn.Hardswish, nn.Hardsigmoid, nn.PReLU]
 
     def block(width: int, out: int) -> list:
         layers = [nn.Linear(width, out)]
         r = g.random()
         layers += ([nn.BatchNorm1d(out)] if r < 0.3 else [nn.LayerNorm(out)] if r < 0.5 else [])
-        layers.append(kinds[int(g.integers(len(kinds)))]())
+        kind = kinds[int(g.integers(len(kinds)))]
+        layers.append(nn.PReLU(out if g.random() < 0.5 else 1) if kind is nn.PReLU else kind())
         layers += [nn.Dropout(0.3)] if g.random() < 0.2 else []
         return layers
 
@@ -276,6 +279,8 @@ def pytorch_mlp_case(seed: int, dynamo: bool = False) -> list[str]:
             if isinstance(module, (nn.BatchNorm1d, nn.LayerNorm)):
                 module.weight.uniform_(0.5, 2)
                 module.bias.uniform_(-0.5, 0.5)
+            if isinstance(module, nn.PReLU):
+                module.weight.uniform_(-0.5, 0.5)
     x = torch.randn(6, features)
     return _read_as_pytorch_answers(seed, model, x, {"x": {0: "N"}, "y": {0: "N"}}, str(model),
                                     dynamo)
