@@ -17,7 +17,7 @@ the dense layers it adapts.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import Any, ClassVar, Iterator
 
 from pydantic import NonNegativeInt, PositiveInt, ValidationInfo, field_validator
 
@@ -46,34 +46,41 @@ def _as_branch(verb: str, label: str, value: Any) -> Sequential:
     return value
 
 
-@layer("residual")
-class Residual(CompositeSpec):
-    """x + branch(x): the branch must give back the shape it takes.
-
-    >>> Sequential().residual(Sequential().layer_norm().multi_head_attention(4, 128))
-    """
+class _OneBranch(CompositeSpec):
+    """A composite of one branch whose output is joined to x (added, multiplied)."""
 
     branch: Sequential
+    EMPTY: ClassVar[str] = ""  # why an empty branch is refused
 
-    @staticmethod
-    def from_verb(branch: Any) -> "Residual":
-        return make_spec(Residual, "residual", branch=_as_branch("residual", "branch", branch))
+    @classmethod
+    def from_verb(cls, branch: Any) -> "_OneBranch":
+        return make_spec(cls, cls.kind, branch=_as_branch(cls.kind, "branch", branch))
 
     @field_validator("branch")
     @classmethod
     def _not_empty(cls, branch: Sequential) -> Sequential:
         if not len(branch):
-            raise ValueError("must hold at least one layer (x + x is not a residual)")
+            raise ValueError(f"must hold at least one layer ({cls.EMPTY})")
         return branch
 
     def branch_specs(self) -> list[tuple[str, Sequential]]:
         return [("branch", self.branch)]
 
-    def with_branch_specs(self, branches: list[Sequential]) -> "Residual":
-        return Residual(branch=branches[0])
+    def with_branch_specs(self, branches: list[Sequential]) -> "_OneBranch":
+        return type(self)(branch=branches[0])
 
     def describe(self) -> str:
-        return f"residual({self.branch!r})"
+        return f"{self.kind}({self.branch!r})"
+
+
+@layer("residual")
+class Residual(_OneBranch):
+    """x + branch(x): the branch must give back the shape it takes.
+
+    >>> Sequential().residual(Sequential().layer_norm().multi_head_attention(4, 128))
+    """
+
+    EMPTY: ClassVar[str] = "x + x is not a residual"
 
     def build(self, shape: Shape, at: Lowering) -> "ResidualStep":
         branch = self.branch.lower(shape, at.random, place=f"{at.place}.branch.")
@@ -98,7 +105,7 @@ class ResidualStep(Step):
 
 
 @layer("gate")
-class Gate(CompositeSpec):
+class Gate(_OneBranch):
     """x * branch(x): the branch's output broadcast over x's shape, each of its axes x's size or
     1. A squeeze-and-excitation block (MobileNetV3's, EfficientNet's) is a gate whose branch
     pools the places away and weighs each channel:
@@ -107,27 +114,7 @@ class Gate(CompositeSpec):
     ...                   .conv2d(16, 1).hard_sigmoid())
     """
 
-    branch: Sequential
-
-    @staticmethod
-    def from_verb(branch: Any) -> "Gate":
-        return make_spec(Gate, "gate", branch=_as_branch("gate", "branch", branch))
-
-    @field_validator("branch")
-    @classmethod
-    def _not_empty(cls, branch: Sequential) -> Sequential:
-        if not len(branch):
-            raise ValueError("must hold at least one layer (x * x is not a gate)")
-        return branch
-
-    def branch_specs(self) -> list[tuple[str, Sequential]]:
-        return [("branch", self.branch)]
-
-    def with_branch_specs(self, branches: list[Sequential]) -> "Gate":
-        return Gate(branch=branches[0])
-
-    def describe(self) -> str:
-        return f"gate({self.branch!r})"
+    EMPTY: ClassVar[str] = "x * x is not a gate"
 
     def build(self, shape: Shape, at: Lowering) -> "GateStep":
         branch = self.branch.lower(shape, at.random, place=f"{at.place}.branch.")
