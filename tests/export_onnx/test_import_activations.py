@@ -111,3 +111,17 @@ def test_a_prelu_slope_off_the_channels_is_refused_by_name(slope, message):
     model = graph([helper.make_node("PRelu", ["h", "s"], ["y"], name="p")], [("s", slope)])
     with pytest.raises(ImportRefused, match=f"node 'p' \\(PRelu\\): {message}"):
         OnnxFile(MeanSquaredError()).read(model)
+
+
+def test_softplus_at_another_beta_is_refused_by_name():
+    """nn.Softplus(beta=2, threshold=10) as torch.export writes it."""
+    nodes = [helper.make_node("Mul", ["h", "beta"], ["scaled"]),
+             helper.make_node("Softplus", ["scaled"], ["soft"]),
+             helper.make_node("Div", ["soft", "beta"], ["back"]),
+             helper.make_node("Greater", ["scaled", "limit"], ["big"]),
+             helper.make_node("Where", ["big", "h", "back"], ["y"], name="pick")]
+    model = graph(nodes, [("beta", 2.0), ("limit", 10.0)])
+    with pytest.raises(ImportRefused, match="node 'pick' \\(Where\\): PyTorch's softplus with beta "
+                                            "2 and threshold 10 \\(nn.Softplus\\(beta, threshold\\) "
+                                            "as torch.export writes it\\)"):
+        OnnxFile(MeanSquaredError()).read(model)

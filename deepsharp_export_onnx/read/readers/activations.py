@@ -9,6 +9,7 @@ import onnx
 
 from deepsharp.layers.base import SPEC_KINDS
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads, reads_fork
+from deepsharp_export_onnx.read.readers.patterns import other_input
 from layout import Order
 
 _PLAIN = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softplus",
@@ -164,6 +165,32 @@ def read_gated(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
     if sorted(mul.input) != sorted([r.value, gate]) or r.view.open_consumers(gate) != [mul]:
         return None
     return Read(mul.output[0], [*chain, mul], [SPEC_KINDS[kind]()], [{}])
+
+
+@reads_fork
+def refuse_softplus_threshold(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
+    """nn.Softplus(beta, threshold) as torch.export writes it, Where(Greater(x * beta, t), x,
+    Softplus(x * beta) / beta), at another beta or a threshold below 20 (the normalising pass
+    makes beta 1 at 20 or more one Softplus): refused by name, no layer has them."""
+    where = next((n for n in nodes if n.op_type == "Where" and len(n.input) == 3
+                  and n.input[1] == r.value), None)
+    scaled = next((n for n in nodes if n.op_type == "Mul"), None)
+    if where is None or scaled is None:
+        return None
+    made = {o: n for n in r.view.nodes for o in n.output}
+    back = made.get(where.input[2])
+    soft = made.get(back.input[0]) if back is not None and back.op_type == "Div" else back
+    if soft is None or soft.op_type != "Softplus":
+        return None
+    beta = r.view.constant(other_input(scaled, r.value)) if r.value in scaled.input else None
+    greater = made.get(where.input[0])
+    limit = r.view.constant(greater.input[1]) if greater is not None and len(greater.input) > 1 \
+        else None
+    said = [f"{name} {float(v.reshape(-1)[0]):g}" for name, v in (("beta", beta), ("threshold", limit))
+            if v is not None and v.size == 1]
+    raise r.unreadable(where, f"PyTorch's softplus with {' and '.join(said) or 'a threshold'} "
+                              f"(nn.Softplus(beta, threshold) as torch.export writes it): the "
+                              f"softplus layer is beta 1 with a threshold of 20 or more")
 
 
 def _float32(value: float) -> float:
