@@ -291,8 +291,9 @@ def pytorch_text_case(seed: int, dynamo: bool = False) -> list[str]:
     """A random PyTorch text model over token ids: nn.Embedding (a padding index in half the
     cases), then an LSTM or GRU (one or two layers, bidirectional in a third of the cases, its
     last state h_n[-1] (both directions' torch.cat((h_n[-2], h_n[-1]), 1): h_n[-1] alone is
-    the reverse direction's, refused by name) or the mean of its series), a Conv1d over the embedding turned channels
-    first (a max or a mean over the steps), or the mean of the embeddings alone; a Linear head.
+    the reverse direction's, refused by name) or the mean of its series), a Conv1d over the
+    embedding turned channels first (a max or a mean over the steps), or the mean of the
+    embeddings alone; a Linear head.
     Exported by torch.onnx with the batch (and in half the cases the steps) dynamic, read by
     OnnxFile, held to PyTorch's answer within 1e-5."""
     import numpy as np

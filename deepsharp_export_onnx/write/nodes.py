@@ -178,8 +178,8 @@ def _prelu(emit, inputs, attrs, ranks):
     rank, axis = ranks[0], int(attrs["axis"]) % max(ranks[0], 1)
     x, slope = emit.promoted(inputs)
     if rank > 1 and axis != rank - 1:
-        slope = emit("Reshape", [slope, emit.constant("slope_shape", [-1] + [1] * (rank - 1 - axis))],
-                     suffix="slope")
+        shape = emit.constant("slope_shape", [-1] + [1] * (rank - 1 - axis))
+        slope = emit("Reshape", [slope, shape], suffix="slope")
     return emit("PRelu", [x, slope])
 
 

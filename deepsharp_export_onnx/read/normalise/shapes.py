@@ -249,8 +249,8 @@ def _keeping_reader(g: Graph, shape: onnx.NodeProto) -> onnx.NodeProto | None:
     if dims is None or len(readers) != 1 or g.is_output(x) or readers[0].input[0] != x:
         return None
     reader, rank = readers[0], len(dims)
-    start, end = (max(0, min(rank, i + rank if i < 0 else i))
-                  for i in (_attr(shape, "start", 0), _attr(shape, "end", rank)))
+    end = _attr(shape, "end", rank)
+    end = max(0, min(rank, end + rank if end < 0 else end))  # the axes read end before it
     other = g.constant(reader.input[1]) if len(reader.input) == 2 else None
     if other is None or g.dims.get(reader.output[0]) is None:
         return None

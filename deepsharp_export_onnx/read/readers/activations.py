@@ -186,8 +186,8 @@ def refuse_softplus_threshold(nodes: list[onnx.NodeProto], r: Reading) -> Read |
     greater = made.get(where.input[0])
     limit = r.view.constant(greater.input[1]) if greater is not None and len(greater.input) > 1 \
         else None
-    said = [f"{name} {float(v.reshape(-1)[0]):g}" for name, v in (("beta", beta), ("threshold", limit))
-            if v is not None and v.size == 1]
+    said = [f"{name} {float(v.reshape(-1)[0]):g}"
+            for name, v in (("beta", beta), ("threshold", limit)) if v is not None and v.size == 1]
     raise r.unreadable(where, f"PyTorch's softplus with {' and '.join(said) or 'a threshold'} "
                               f"(nn.Softplus(beta, threshold) as torch.export writes it): the "
                               f"softplus layer is beta 1 with a threshold of 20 or more")

@@ -7,8 +7,8 @@
 - Slice of the last axis by constants -> columns;
 - MatMul by a kernel beside MatMul, MatMul, Mul by a scalar, joined by an Add -> low-rank dense.
 
-The join of a fork is the first Add, Mul or Concat (in graph order) that every node reading the value
-leads to; each branch is read from the value to the join's input, with the other branches' nodes
+The join of a fork is the first Add, Mul or Concat (in graph order) that every node reading the
+value leads to; each branch is read from the value to the join's input, with the other branches' nodes
 hidden while it is read. The composite fork reader is registered after every other fork reader,
 so a pattern such as attention's three MatMuls is read as that layer first.
 """
