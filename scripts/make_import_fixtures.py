@@ -121,6 +121,23 @@ class PreluCnn(nn.Module):
         return self.net(x)
 
 
+class Crnn(nn.Module):
+    """A convolutional front end on a channels-first series, pooled, turned batch-first for a
+    bidirectional GRU (PyTorch folds `y.transpose(1, 2)` into the GRU's time-major turn), the
+    mean over the steps, a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.norm = nn.Conv1d(3, 8, 3, padding=1), nn.BatchNorm1d(8)
+        self.pool = nn.MaxPool1d(2)
+        self.rnn = nn.GRU(8, 6, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(12, 3)
+
+    def forward(self, x):
+        y = self.pool(torch.relu(self.norm(self.conv(x)))).transpose(1, 2)
+        return self.fc(self.rnn(y)[0].mean(dim=1))
+
+
 class DropoutMlp(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -366,6 +383,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "cnn_ceil": (CnnCeil, _normal(BATCH, 2, 9, 9), {}, {}),
     "cnn_mobile": (MobileBlock, _normal(BATCH, 3, 8, 8), {}, {}),
     "cnn_prelu": (PreluCnn, _normal(BATCH, 2, 9, 9), {}, {}),
+    "crnn": (Crnn, _normal(BATCH, 3, 12), {2: "steps"}, {}),
     "conv1d_text": (Conv1dText, _ids((BATCH, 10), 30), {1: "steps"}, {}),
     "conv1d_series": (Conv1dSeries, _normal(BATCH, 4, 12), {}, {}),
     "lstm": (lambda: LstmLast(1), _normal(BATCH, 7, 5), {1: "steps"}, {}),

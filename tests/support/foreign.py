@@ -46,6 +46,7 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "mlp_hard": (MeanSquaredError(), None),
     "cnn_mobile": (MeanSquaredError(), None),
     "cnn_prelu": (MeanSquaredError(), None),
+    "crnn": (MeanSquaredError(), None),
     "skl_classifier": (CrossEntropy(), "probabilities"),
     "skl_regressor": (MeanSquaredError(), None),
     "skl_binary": (BinaryCrossEntropy(), "probabilities"),

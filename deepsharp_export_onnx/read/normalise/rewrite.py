@@ -9,7 +9,9 @@ computes the same numbers after it, for every input its annotations allow):
   along the concatenated axis picks the piece the index falls in;
 - Unsqueeze, a reduction keeping its axes, then Squeeze of the axes added, becomes the reduction
   alone; a reduction keeping its axes then a Squeeze of exactly those becomes one that drops
-  them; a global pool then a Squeeze of every place axis becomes a reduction dropping them.
+  them; a global pool then a Squeeze of every place axis becomes a reduction dropping them;
+- a channels-first series turned time-major at once for a recurrent node, Transpose [2, 0, 1],
+  becomes the two turns it is, to channels-last and then to time-major.
 """
 
 from __future__ import annotations
@@ -242,4 +244,31 @@ def _pool_then_squeeze(g: Graph, node: onnx.NodeProto) -> bool:
     return True
 
 
-REWRITES: list[Callable[[Graph], bool]] = [drop_noops, zero_states, gathers, reductions]
+# -- a channels-first series turned time-major at once ----------------------------------------------------
+def recurrent_turns(g: Graph) -> bool:
+    """Transpose [2, 0, 1] of a (batch, channels, steps) value into an LSTM/GRU (PyTorch folds a
+    Conv1d's `y.transpose(1, 2)` into the recurrent node's time-major turn) becomes Transpose
+    [0, 2, 1] (to channels-last) then [1, 0, 2] (to time-major): the same perm, in the two turns
+    the readers know."""
+    changed = False
+    for node in list(g.nodes):
+        if node.op_type != "Transpose" or _attrs(node).get("perm") != [2, 0, 1]:
+            continue
+        rnn = g.only_reader(node.output[0], *RECURRENT_STATES)
+        dims = g.dims.get(node.input[0])
+        if rnn is None or rnn.input[0] != node.output[0] or dims is None or len(dims) != 3:
+            continue
+        last = g.fresh(node.name or node.output[0])
+        g.dims[last] = (dims[0], dims[2], dims[1])
+        if node.input[0] in g.types:
+            g.types[last] = g.types[node.input[0]]
+        at = g.nodes.index(node)
+        g.nodes[at:at + 1] = [g.make("Transpose", [node.input[0]], [last], last, perm=[0, 2, 1]),
+                              g.make("Transpose", [last], list(node.output), node.name,
+                                     perm=[1, 0, 2])]
+        changed = True
+    return changed
+
+
+REWRITES: list[Callable[[Graph], bool]] = [drop_noops, zero_states, gathers, reductions,
+                                           recurrent_turns]

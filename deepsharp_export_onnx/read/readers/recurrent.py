@@ -30,7 +30,7 @@ from deepsharp_export_onnx.read.readers.masked import (
     RealFirst, read_along_steps, read_order,
 )
 from deepsharp_export_onnx.read.readers.patterns import (
-    attrs, axes_of, consumer, consumers, perm_of, producer, reshaped_dims, scalar,
+    attrs, axes_of, constant_list, consumer, consumers, perm_of, producer, reshaped_dims, scalar,
 )
 from layout import (
     onnx_to_gru_biases, onnx_to_gru_kernel, onnx_to_lstm_biases, onnx_to_lstm_kernel,
@@ -124,9 +124,15 @@ def _time_major(r: Reading, rnn: onnx.NodeProto, directions: int, hidden: int):
     out = reshaped_dims(r, join)
     if out is None or len(out) != 3 or out[2] != directions * hidden:
         return None
-    if perm_of(turn) == [0, 2, 1, 3] and _same(out[0], dims[0]) and _same(out[1], dims[2]):
+    # the first two axes kept: the same sizes, or copied (0) where a size is unknown (the steps
+    # after a pool over a symbolic length)
+    copied = constant_list(r, join.input[1]) in ([0, 0, -1], [0, 0, directions * hidden]) \
+        and not attrs(join).get("allowzero", 0)
+    if perm_of(turn) == [0, 2, 1, 3] and (copied or (_same(out[0], dims[0])
+                                                     and _same(out[1], dims[2]))):
         return [turn, join], join.output[0], False
-    if perm_of(turn) == [2, 0, 1, 3] and _same(out[0], dims[2]) and _same(out[1], dims[0]):
+    if perm_of(turn) == [2, 0, 1, 3] and (copied or (_same(out[0], dims[2])
+                                                     and _same(out[1], dims[0]))):
         return [turn, join], join.output[0], True
     return None
 
