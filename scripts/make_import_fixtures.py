@@ -138,6 +138,20 @@ class Crnn(nn.Module):
         return self.fc(self.rnn(y)[0].mean(dim=1))
 
 
+class GroupNormCnn(nn.Module):
+    """nn.GroupNorm with and without its affine weights, which PyTorch writes below operator
+    set 21 as an InstanceNormalization of the groups between two Reshapes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(2, 8), nn.SiLU(),
+                                 nn.Conv2d(8, 4, 1), nn.GroupNorm(4, 4, affine=False), nn.ReLU(),
+                                 nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 3))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 class DropoutMlp(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -384,6 +398,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "cnn_mobile": (MobileBlock, _normal(BATCH, 3, 8, 8), {}, {}),
     "cnn_prelu": (PreluCnn, _normal(BATCH, 2, 9, 9), {}, {}),
     "crnn": (Crnn, _normal(BATCH, 3, 12), {2: "steps"}, {}),
+    "cnn_groupnorm": (GroupNormCnn, _normal(BATCH, 3, 6, 6), {}, {}),
     "conv1d_text": (Conv1dText, _ids((BATCH, 10), 30), {1: "steps"}, {}),
     "conv1d_series": (Conv1dSeries, _normal(BATCH, 4, 12), {}, {}),
     "lstm": (lambda: LstmLast(1), _normal(BATCH, 7, 5), {1: "steps"}, {}),

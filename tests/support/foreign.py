@@ -47,6 +47,7 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "cnn_mobile": (MeanSquaredError(), None),
     "cnn_prelu": (MeanSquaredError(), None),
     "crnn": (MeanSquaredError(), None),
+    "cnn_groupnorm": (MeanSquaredError(), None),
     "skl_classifier": (CrossEntropy(), "probabilities"),
     "skl_regressor": (MeanSquaredError(), None),
     "skl_binary": (BinaryCrossEntropy(), "probabilities"),

@@ -8,7 +8,8 @@ set becomes an equivalent graph in one form per layer.
    when asked (series.py).
 2. `Constant` nodes become named constants (fold.py).
 3. Every value is annotated: onnx's shape inference, run at two probe sizes of the input's
-   symbols (the tape's `annotate_bare_values`), tells numbers from symbols.
+   symbols (the tape's `annotate_bare_values`), tells numbers from symbols; once more after the
+   rounds below when they gave a Reshape its constant shape (the dims after it then known).
 4. Until nothing changes: constant-only nodes are folded, `Shape` nodes read as late as they
    can and the shapes computed from them written as constants (shapes.py), no-ops are dropped
    and one form is given to what exporters write several ways (rewrite.py), and decompositions
@@ -35,6 +36,7 @@ from deepsharp_export_onnx.read.normalise.shapes import (
 from deepsharp_export_onnx.inference import infer_shapes
 
 ROUNDS = 12
+ANNOTATIONS = 4  # annotations at most: one, then one more after each pass that resolves
 MALFORMED = (IndexError, KeyError, ValueError, TypeError, AttributeError)
 INVENTED = "unk__"  # the prefix of the symbols onnx's inference makes up for unknown sizes
 BATCH = "batch"
@@ -51,18 +53,28 @@ def normalise(model: onnx.ModelProto, output: str | None = None,
         constant_nodes(g)
         g.prune()
         annotate(g)
-        for _ in range(ROUNDS):
-            changed = False
-            for rule in (fold, late_shapes, resolve_reshapes, transposes_through_reshapes,
-                         *REWRITES, *FUSIONS):
-                step = rule.__name__
-                changed |= rule(g)
-            if not changed:  # the last resort: its Shape readers would stop patterns above
-                step = near_shapes.__name__
-                changed = near_shapes(g)
-            g.prune()
-            if not changed:
+        for passes_left in reversed(range(ANNOTATIONS)):
+            resolved = False
+            for _ in range(ROUNDS):
+                changed = False
+                for rule in (fold, late_shapes, resolve_reshapes, transposes_through_reshapes,
+                             *REWRITES, *FUSIONS):
+                    step = rule.__name__
+                    done = rule(g)
+                    changed |= done
+                    resolved |= done and rule is resolve_reshapes
+                if not changed:  # the last resort: its Shape readers would stop patterns above
+                    step = near_shapes.__name__
+                    changed = near_shapes(g)
+                g.prune()
+                if not changed:
+                    break
+            if not (passes_left and resolved):
                 break
+            # a Reshape given its constant shape tells inference the dims after it (in operator
+            # sets whose inference does not follow Shape into Reshape): annotate once more
+            step = "annotating again"
+            annotate(g)
         return g.to_model()
     except MALFORMED as error:  # a node a pass could not follow: said, not raised
         raise ImportRefused([f"normalising ({step}): a malformed node ({type(error).__name__}: "

@@ -1,11 +1,16 @@
 """LayerNormalization, RMSNormalization, BatchNormalization, GroupNormalization and
-InstanceNormalization -> the normalisation layers of the same names."""
+InstanceNormalization -> the normalisation layers of the same names; PyTorch's GroupNorm below
+operator set 21 (an InstanceNormalization of the groups between Reshapes) -> group_norm."""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 
-from deepsharp_export_onnx.read.readers.base import Read, Reading, reads
+from deepsharp_export_onnx.read.readers.base import Read, Reading, reads, reads_pattern
+from deepsharp_export_onnx.read.readers.patterns import (
+    attrs, constant_list, consumer, other_input, reshaped_dims,
+)
 from deepsharp_export_onnx.read.readers.windows import channels_first, decimal32, spec_of
 from layout import Order
 
@@ -70,3 +75,47 @@ def read_instance_norm(node: onnx.NodeProto, r: Reading) -> Read:
     attrs = r.view.attrs(node)
     spec = spec_of(node, r, "instance_norm", eps=decimal32(attrs.get("epsilon", 1e-5)))
     return Read(node.output[0], [node], [spec], [_slots(node, r, "weight", "bias")])
+
+
+@reads_pattern("Reshape")
+def read_group_norm_by_instances(node: onnx.NodeProto, r: Reading) -> Read | None:
+    """nn.GroupNorm as PyTorch writes it below operator set 21: Reshape to [0, G, -1],
+    InstanceNormalization (scale 1, bias 0), Reshape back, Mul by the weight and Add of the bias
+    (C, 1, ...) -> group_norm(G)."""
+    dims = r.view.dims(r.value)
+    if node.input[0] != r.value or r.order is not Order.CHANNELS_FIRST or r.rank < 3 \
+            or dims is None or not isinstance(dims[1], int):
+        return None
+    into = constant_list(r, node.input[1]) if len(node.input) > 1 else None
+    norm = consumer(r, node.output[0], "InstanceNormalization")
+    back = consumer(r, norm.output[0], "Reshape") if norm is not None else None
+    if into is None or len(into) != 3 or into[0] != 0 or into[2] != -1 or back is None \
+            or attrs(node).get("allowzero", 0) or not _restores(r, back, dims):
+        return None
+    groups, channels = int(into[1]), int(dims[1])
+    scale, shift = (r.view.constant(n) for n in norm.input[1:3])
+    if scale is None or shift is None or not (np.all(scale == 1) and np.all(shift == 0)) \
+            or scale.size != groups or groups < 1 or channels % groups:
+        return None
+    nodes, out = [node, norm, back], back.output[0]
+    slots = {"weight": np.ones(channels, np.float32), "bias": np.zeros(channels, np.float32)}
+    for op, slot in (("Mul", "weight"), ("Add", "bias")):
+        step = consumer(r, out, op)
+        value = r.view.constant(other_input(step, out)) if step is not None else None
+        along = value is not None and value.ndim == r.rank - 1 and value.shape[0] == channels \
+            and value.size == channels  # (C, 1, ...): along a channels-first value's channels
+        if value is None or not (along or (value.size == 1 and value.ndim <= r.rank - 1)):
+            break  # (affine=False writes 1 and 0 of shape (1, 1, ...))
+        slots[slot] = np.broadcast_to(value.reshape(-1), (channels,)).astype(np.float32)
+        nodes.append(step)
+        out = step.output[0]
+    eps = decimal32(r.view.attrs(norm).get("epsilon", 1e-5))
+    spec = spec_of(node, r, "group_norm", groups=groups, eps=eps)
+    return Read(out, nodes, [spec], [slots])
+
+
+def _restores(r: Reading, back: onnx.NodeProto, dims: tuple) -> bool:
+    """Whether the Reshape gives back the dims the group norm's input has."""
+    out = reshaped_dims(r, back)
+    return out is not None and len(out) == len(dims) and all(
+        a == b and a is not None for a, b in zip(out, dims))
