@@ -559,4 +559,13 @@ CASES: list[P] = [
     P("prelu-image", "F.prelu", [N(2, 3, 4, 5), Pos(3)], op="prelu"),
     P("prelu-shared", "F.prelu", [N(4, 5), Pos(1)], op="prelu"),
     P("prelu-at-zero", "F.prelu", [T(4, 3), Pos(3)], op="prelu"),
+    # NaN and infinities: PyTorch's tests decide which side of a kink they take; 64 values, so
+    # all of them take PyTorch's vectorised loop (at a NaN its scalar tail answers otherwise
+    # for hardtanh and hardswish: docs/tensors.md)
+    P("hardtanh-special", "F.hardtanh", [S(4, 16)], op="hardtanh"),
+    P("relu6-special", "F.relu6", [S(4, 16)], op="relu6"),
+    P("hardsigmoid-special", "F.hardsigmoid", [S(4, 16)], op="hardsigmoid"),
+    P("hardswish-special", "F.hardswish", [S(4, 16)], op="hardswish"),
+    P("mish-special", "F.mish", [S(4, 16)], op="mish"),
+    P("prelu-special", "F.prelu", [S(4, 16), Pos(16)], op="prelu"),
 ]

@@ -257,7 +257,9 @@ class Hardtanh:
         return np.minimum(np.maximum(a, a.dtype.type(low)), a.dtype.type(high)), None
 
     def backward(grad, saved, a, *, low, high):
-        return (grad * ((a > low) & (a < high)).astype(a.dtype),)
+        # 0 at a NaN too, as PyTorch's vectorised loop gives (its scalar tail passes the
+        # gradient: at NaN PyTorch's answer depends on the place in the tensor)
+        return (grad * ((a > low) & (a < high)),)
 
 
 def _along(w: np.ndarray, axis: int, ndim: int) -> np.ndarray:
@@ -272,16 +274,16 @@ def _along(w: np.ndarray, axis: int, ndim: int) -> np.ndarray:
 @primitive("prelu")
 class Prelu:
     """x where x > 0, else w * x, as PyTorch's prelu: w holds one value or one per channel of
-    `axis` (PyTorch's F.prelu: axis 1; the prelu layer: the last). The gradient of x is w at 0
-    and below, of w the sum of x * grad where x <= 0, PyTorch's."""
+    `axis` (PyTorch's F.prelu: axis 1; the prelu layer: the last). The gradient of x is w where
+    x > 0 fails (0, below, NaN), of w the sum of x * grad there, PyTorch's."""
 
     def forward(a, w, *, axis):
         return np.where(a > 0, a, _along(w, axis, a.ndim) * a).astype(a.dtype), None
 
     def backward(grad, saved, a, w, *, axis):
-        below = a <= 0
-        da = grad * np.where(below, _along(w, axis, a.ndim), 1)
-        terms = np.where(below, a * grad, 0)
+        above = a > 0  # PyTorch's test: a NaN takes the slope's side
+        da = grad * np.where(above, 1, _along(w, axis, a.ndim))
+        terms = np.where(above, 0, a * grad)
         if w.size == 1 or a.ndim == 0:
             dw = terms.sum().reshape(w.shape)
         else:
@@ -328,7 +330,8 @@ class HardSwish:
         return (a * np.minimum(np.maximum(a + 3, 0), 6) / 6).astype(a.dtype), None
 
     def backward(grad, saved, a):
-        d = np.where(a <= -3, 0, np.where(a < 3, a / 3 + 0.5, 1))
+        # NaN at a NaN, as PyTorch's vectorised loop gives (its scalar tail gives 1)
+        d = np.where(a <= -3, 0, np.where(a >= 3, 1, a / 3 + 0.5))
         return ((grad * d).astype(a.dtype),)
 
 
