@@ -152,6 +152,20 @@ class GroupNormCnn(nn.Module):
         return self.net(x)
 
 
+class SoftplusMlp(nn.Module):
+    """nn.Softplus at other betas and thresholds: torch.export writes the threshold (Where),
+    TorchScript drops it (its graphs answer as PyTorch only below the threshold: the values here
+    stay below it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(6, 8), nn.Softplus(beta=2.0), nn.Linear(8, 8),
+                                 nn.Softplus(beta=0.5, threshold=15.0), nn.Linear(8, 3))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 class DropoutMlp(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -391,6 +405,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable, dict[int, str], dict[
     "mlp_dropout": (DropoutMlp, _normal(BATCH, 6), {}, {}),
     "mlp_gelu_tanh": (GeluTanhMlp, _normal(BATCH, 6), {}, {}),
     "mlp_hard": (HardMlp, _normal(BATCH, 6), {}, {}),
+    "mlp_softplus": (SoftplusMlp, _normal(BATCH, 6), {}, {}),
     "layer_norm": (NormMlp, _normal(BATCH, 6), {}, {}),
     "cnn": (Cnn, _normal(BATCH, 3, 12, 12), {}, {}),
     "cnn_view": (CnnView, _normal(BATCH, 2, 9, 9), {}, {}),

@@ -88,7 +88,34 @@ class LeakyRelu(ActivationSpec):
 
 @layer("softplus")
 class Softplus(ActivationSpec):
-    """log(1 + e^x)."""
+    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold, as PyTorch's
+    nn.Softplus(beta, threshold); `threshold=None`: none (PyTorch's TorchScript exporter writes
+    it so). At beta 1 and a threshold of 20 or more, the softplus primitive alone (float32's
+    log(1 + e^x) is x above 20)."""
+
+    beta: float = Field(1.0, gt=0, allow_inf_nan=False)
+    threshold: float | None = Field(20.0, allow_inf_nan=False)
+
+    @property
+    def plain(self) -> bool:
+        return self.beta == 1 and self.threshold is not None and self.threshold >= 20
+
+    def build(self, shape: Shape, at: Lowering) -> "ActivationStep":
+        if self.plain:
+            return ActivationStep(self, at.place, shape, shape)
+        return SoftplusStep(self, at.place, shape, shape)
+
+
+class SoftplusStep(Step):
+    """softplus at another beta or threshold: PyTorch's formula, a few primitives."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        scaled = apply("mul", x, Tensor(np.asarray(self.spec.beta, x.dtype)))
+        soft = apply("div", apply("softplus", scaled), Tensor(np.asarray(self.spec.beta, x.dtype)))
+        if self.spec.threshold is None:
+            return soft
+        big = apply("greater", scaled, Tensor(np.asarray(self.spec.threshold, x.dtype)))
+        return apply("where", big, x, soft)
 
 
 @layer("hardtanh")

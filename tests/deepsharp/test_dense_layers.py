@@ -52,6 +52,8 @@ def test_initial_values_do_not_depend_on_other_layers():
     Sequential().dense(5).hard_sigmoid(),
     Sequential().dense(5).hard_swish(),
     Sequential().dense(5).prelu(),
+    Sequential().dense(5).softplus(beta=2.0, threshold=0.5),
+    Sequential().dense(5).softplus(beta=0.5, threshold=None),
     Sequential().dense(5).prelu(per_channel=True, init=-0.3),
     Sequential().dense(5).dropout(0.3).dense(2),
 ], ids=str)
@@ -168,3 +170,18 @@ def test_prelu_function_refuses_a_weight_off_axis_one():
     with pytest.raises(OpError, match="prelu: weight must hold one value or one per channel of "
                                       "axis 1 \\(3\\), received shape \\(4,\\)"):
         F.prelu(x, Tensor(np.ones(4, np.float32)))
+
+
+def test_softplus_at_a_beta_and_threshold_is_pytorchs_formula():
+    from deepsharp import functional as F
+    from deepsharp.tensors import Tensor
+
+    x = np.array([[-3, -0.5, 0, 0.4, 1, 2.5]], np.float32)
+    network = Sequential().softplus(beta=2.0, threshold=1.0).lower(Shape(6), RandomStream(0))
+    expected = np.where(2 * x > 1, x, np.log1p(np.exp(2 * x.astype(np.float64))) / 2)
+    np.testing.assert_allclose(network(x), expected, rtol=1e-6)
+    np.testing.assert_array_equal(network(x), F.softplus(Tensor(x), 2.0, 1.0)._data)
+    assert Sequential().softplus(threshold=25.0).lower(Shape(6)).steps[0].__class__.__name__ \
+        == "ActivationStep"  # beta 1 at 20 or more: the primitive alone
+    with pytest.raises(SpecError, match="beta"):
+        Sequential().softplus(beta=0.0)

@@ -113,15 +113,19 @@ def test_a_prelu_slope_off_the_channels_is_refused_by_name(slope, message):
         OnnxFile(MeanSquaredError()).read(model)
 
 
-def test_softplus_at_another_beta_is_refused_by_name():
-    """nn.Softplus(beta=2, threshold=10) as torch.export writes it."""
+def test_softplus_at_another_beta_and_threshold():
+    """nn.Softplus(beta=2, threshold=10) as torch.export writes it, and nn.Softplus(beta=0.5) as
+    TorchScript writes it (without its threshold)."""
     nodes = [helper.make_node("Mul", ["h", "beta"], ["scaled"]),
              helper.make_node("Softplus", ["scaled"], ["soft"]),
              helper.make_node("Div", ["soft", "beta"], ["back"]),
              helper.make_node("Greater", ["scaled", "limit"], ["big"]),
              helper.make_node("Where", ["big", "h", "back"], ["y"], name="pick")]
-    model = graph(nodes, [("beta", 2.0), ("limit", 10.0)])
-    with pytest.raises(ImportRefused, match="node 'pick' \\(Where\\): PyTorch's softplus with beta "
-                                            "2 and threshold 10 \\(nn.Softplus\\(beta, threshold\\) "
-                                            "as torch.export writes it\\)"):
-        OnnxFile(MeanSquaredError()).read(model)
+    reads_as(graph(nodes, [("beta", 2.0), ("limit", 10.0)]),
+             "Sequential().dense(4, bias=False).softplus(beta=2.0, threshold=10.0)")
+    scripted = [*nodes[:2], helper.make_node("Div", ["soft", "beta"], ["y"])]
+    reads_as(graph(scripted, [("beta", 0.5)]),
+             "Sequential().dense(4, bias=False).softplus(beta=0.5, threshold=None)")
+    by_two = [nodes[0], nodes[1], helper.make_node("Div", ["soft", "two"], ["y"], name="d")]
+    with pytest.raises(ImportRefused, match="node 'd' \\(Div\\): no reader for op type Div"):
+        OnnxFile(MeanSquaredError()).read(graph(by_two, [("beta", 0.5), ("two", 2.0)]))

@@ -298,14 +298,13 @@ def test_a_causal_mask_of_fixed_steps_is_folded():
 def test_softplus_with_pytorchs_threshold(threshold):
     """torch.export writes nn.Softplus() as Where(Greater(x, 20), x, Softplus(x)): in float32
     that is Softplus(x) exactly (above 20 log(1 + e^x) rounds to x). At threshold 10 it is not
-    (x + 4.5e-5 near 10), and no layer of ours has a threshold: refused by name."""
+    (x + 4.5e-5 near 10): the layer keeps its threshold."""
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
              helper.make_node("Softplus", ["h"], ["s"]),
              helper.make_node("Greater", ["h", "t"], ["big"], name="big"),
              helper.make_node("Where", ["big", "h", "s"], ["y"], name="pick")]
     model = graph(nodes, [("w", W * 30), ("t", np.array(threshold, np.float32))])
-    if threshold >= 20:
-        reads_as(model, "Sequential().dense(2, bias=False).softplus()")
-        return
-    with pytest.raises(Exception, match="node 'pick' \\(Where\\): no reader for op type Where"):
-        OnnxFile(MeanSquaredError()).read(model)
+    expected = "softplus()" if threshold >= 20 else "softplus(threshold=10.0)"
+    network = reads_as(model, f"Sequential().dense(2, bias=False).{expected}")
+    assert [n.op_type for n in normalise(model).graph.node].count("Where") == (threshold < 20)
+    assert network is not None

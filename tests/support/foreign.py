@@ -44,6 +44,7 @@ MODELS: dict[str, tuple[Loss, str | None]] = {
     "attention_fast": (MeanSquaredError(), None),
     "encoder_stack": (MeanSquaredError(), None),
     "mlp_hard": (MeanSquaredError(), None),
+    "mlp_softplus": (MeanSquaredError(), None),
     "cnn_mobile": (MeanSquaredError(), None),
     "cnn_prelu": (MeanSquaredError(), None),
     "crnn": (MeanSquaredError(), None),

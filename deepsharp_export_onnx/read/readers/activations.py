@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 
 from deepsharp.layers.base import SPEC_KINDS
-from deepsharp_export_onnx.read.readers.base import Read, Reading, reads, reads_fork
+from deepsharp_export_onnx.read.readers.base import Read, Reading, reads, reads_fork, reads_pattern
 from deepsharp_export_onnx.read.readers.patterns import other_input
 from layout import Order
 
@@ -168,29 +168,70 @@ def read_gated(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
 
 
 @reads_fork
-def refuse_softplus_threshold(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
-    """nn.Softplus(beta, threshold) as torch.export writes it, Where(Greater(x * beta, t), x,
-    Softplus(x * beta) / beta), at another beta or a threshold below 20 (the normalising pass
-    makes beta 1 at 20 or more one Softplus): refused by name, no layer has them."""
+def read_softplus_threshold(nodes: list[onnx.NodeProto], r: Reading) -> Read | None:
+    """nn.Softplus(beta, threshold) as torch.export writes it: Where(Greater(x * beta, t), x,
+    Softplus(x * beta) / beta) (at beta 1 without the Mul and the Div; at beta 1 and t >= 20 the
+    normalising pass has made it one Softplus) -> softplus(beta, threshold)."""
     where = next((n for n in nodes if n.op_type == "Where" and len(n.input) == 3
                   and n.input[1] == r.value), None)
-    scaled = next((n for n in nodes if n.op_type == "Mul"), None)
-    if where is None or scaled is None:
+    made = {o: n for n in r.view.nodes for o in n.output}
+    back = made.get(where.input[2]) if where is not None else None
+    found = _softplus_of(r, made, back) if back is not None else None
+    greater = made.get(where.input[0]) if found is not None else None
+    if found is None or greater is None or greater.op_type != "Greater" \
+            or greater.input[0] != found[1]:
+        return None
+    beta, scaled, chain = found
+    limit = r.view.constant(greater.input[1])
+    if limit is None or limit.size != 1:
+        return None
+    taken = [*chain, greater, where]
+    if any(id(n) not in {id(t) for t in taken} for n in nodes) or not _inside(r, taken, where):
+        return None
+    spec = SPEC_KINDS["softplus"](beta=beta, threshold=_float32(limit.reshape(-1)[0]))
+    return Read(where.output[0], taken, [spec], [{}])
+
+
+@reads_pattern("Mul")
+def read_softplus_scaled(node: onnx.NodeProto, r: Reading) -> Read | None:
+    """Softplus(x * beta) / beta, PyTorch's TorchScript form of nn.Softplus(beta) (it drops the
+    threshold) -> softplus(beta, threshold=None)."""
+    soft = r.view.open_consumers(node.output[0])
+    back = r.view.open_consumers(soft[0].output[0]) if len(soft) == 1 else []
+    if node.input[0] != r.value or len(soft) != 1 or soft[0].op_type != "Softplus" \
+            or len(back) != 1 or back[0].op_type != "Div":
         return None
     made = {o: n for n in r.view.nodes for o in n.output}
-    back = made.get(where.input[2])
-    soft = made.get(back.input[0]) if back is not None and back.op_type == "Div" else back
-    if soft is None or soft.op_type != "Softplus":
+    found = _softplus_of(r, made, back[0])
+    if found is None or found[1] != node.output[0]:
         return None
-    beta = r.view.constant(other_input(scaled, r.value)) if r.value in scaled.input else None
-    greater = made.get(where.input[0])
-    limit = r.view.constant(greater.input[1]) if greater is not None and len(greater.input) > 1 \
-        else None
-    said = [f"{name} {float(v.reshape(-1)[0]):g}"
-            for name, v in (("beta", beta), ("threshold", limit)) if v is not None and v.size == 1]
-    raise r.unreadable(where, f"PyTorch's softplus with {' and '.join(said) or 'a threshold'} "
-                              f"(nn.Softplus(beta, threshold) as torch.export writes it): the "
-                              f"softplus layer is beta 1 with a threshold of 20 or more")
+    return Read(back[0].output[0], found[2],
+                [SPEC_KINDS["softplus"](beta=found[0], threshold=None)], [{}])
+
+
+def _softplus_of(r: Reading, made: dict, back: onnx.NodeProto):
+    """(beta, the value Softplus reads, the nodes from the Mul to `back`) when `back` is
+    Softplus(x * beta) / beta of r.value (or Softplus(x) itself: beta 1), else None."""
+    if back.op_type == "Softplus" and back.input[0] == r.value:
+        return 1.0, r.value, [back]
+    soft = made.get(back.input[0]) if back.op_type == "Div" and len(back.input) == 2 else None
+    scaled = made.get(soft.input[0]) if soft is not None and soft.op_type == "Softplus" else None
+    if scaled is None or scaled.op_type != "Mul" or r.value not in scaled.input:
+        return None
+    beta = r.view.constant(other_input(scaled, r.value))
+    divisor = r.view.constant(back.input[1])
+    if beta is None or divisor is None or beta.size != 1 or divisor.size != 1 \
+            or np.float32(beta.reshape(-1)[0]) != np.float32(divisor.reshape(-1)[0]) \
+            or not beta.reshape(-1)[0] > 0:
+        return None
+    return _float32(beta.reshape(-1)[0]), scaled.output[0], [scaled, soft, back]
+
+
+def _inside(r: Reading, nodes: list[onnx.NodeProto], last: onnx.NodeProto) -> bool:
+    """Every value the nodes make but the last one's is read by these nodes alone."""
+    ids = {id(n) for n in nodes}
+    return all(id(c) in ids for n in nodes if n is not last for o in n.output
+               for c in r.view.open_consumers(o))
 
 
 def _float32(value: float) -> float:
