@@ -10,6 +10,7 @@ import onnx
 from deepsharp.layers.base import SPEC_KINDS
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads, reads_fork, reads_pattern
 from deepsharp_export_onnx.read.readers.patterns import other_input
+from deepsharp_export_onnx.read.readers.windows import spec_of
 from layout import Order
 
 _PLAIN = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softplus",
@@ -188,7 +189,8 @@ def read_softplus_threshold(nodes: list[onnx.NodeProto], r: Reading) -> Read | N
     taken = [*chain, greater, where]
     if any(id(n) not in {id(t) for t in taken} for n in nodes) or not _inside(r, taken, where):
         return None
-    spec = SPEC_KINDS["softplus"](beta=beta, threshold=_float32(limit.reshape(-1)[0]))
+    t = float(limit.reshape(-1)[0])  # beyond every float32 (inf): no threshold
+    spec = spec_of(where, r, "softplus", beta=beta, threshold=_float32(t) if t < 3.5e38 else None)
     return Read(where.output[0], taken, [spec], [{}])
 
 
@@ -206,7 +208,7 @@ def read_softplus_scaled(node: onnx.NodeProto, r: Reading) -> Read | None:
     if found is None or found[1] != node.output[0]:
         return None
     return Read(back[0].output[0], found[2],
-                [SPEC_KINDS["softplus"](beta=found[0], threshold=None)], [{}])
+                [spec_of(node, r, "softplus", beta=found[0], threshold=None)], [{}])
 
 
 def _softplus_of(r: Reading, made: dict, back: onnx.NodeProto):
@@ -221,8 +223,7 @@ def _softplus_of(r: Reading, made: dict, back: onnx.NodeProto):
     beta = r.view.constant(other_input(scaled, r.value))
     divisor = r.view.constant(back.input[1])
     if beta is None or divisor is None or beta.size != 1 or divisor.size != 1 \
-            or np.float32(beta.reshape(-1)[0]) != np.float32(divisor.reshape(-1)[0]) \
-            or not beta.reshape(-1)[0] > 0:
+            or np.float32(beta.reshape(-1)[0]) != np.float32(divisor.reshape(-1)[0]):
         return None
     return _float32(beta.reshape(-1)[0]), scaled.output[0], [scaled, soft, back]
 
