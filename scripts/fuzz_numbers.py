@@ -406,6 +406,61 @@ def pytorch_mobile_case(seed: int, dynamo: bool = False) -> list[str]:
                                     dynamo)
 
 
+def pytorch_crnn_case(seed: int, dynamo: bool = False) -> list[str]:
+    """A random convolutional-recurrent PyTorch model over a channels-first series: one or two
+    Conv1d layers, each with batch norm or group norm (its affine weights in half), ReLU, ReLU6 or
+    SiLU, and in half a max or average pool, then `y.transpose(1, 2)` into an LSTM or GRU
+    (bidirectional in a third), the mean over the steps or the last state, a Linear; exported by
+    torch.onnx with the batch (and in half the cases the steps) dynamic, read by OnnxFile, held
+    to PyTorch's answer."""
+    import numpy as np
+    import torch
+    from torch import nn
+
+    g = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    channels, steps = int(g.integers(1, 5)), int(g.integers(8, 17))
+    layers, width = [], channels
+    for _ in range(int(g.integers(1, 3))):
+        out = int(g.choice([2, 4, 6, 8]))
+        layers.append(nn.Conv1d(width, out, int(g.choice([1, 3])), padding="same"))
+        layers.append(nn.BatchNorm1d(out) if g.random() < 0.5 else
+                      nn.GroupNorm(int(g.choice([1, 2])), out, affine=bool(g.random() < 0.5)))
+        layers.append([nn.ReLU, nn.ReLU6, nn.SiLU][int(g.integers(3))]())
+        r = g.random()
+        layers += [nn.MaxPool1d(2)] if r < 0.25 else [nn.AvgPool1d(2)] if r < 0.5 else []
+        width = out
+    kind, both, last = str(g.choice(["lstm", "gru"])), bool(g.random() < 1 / 3), bool(g.random() < 0.5)
+    hidden = int(g.integers(2, 7))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.front = nn.Sequential(*layers)
+            self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(width, hidden, batch_first=True,
+                                                               bidirectional=both)
+            self.head = nn.Linear(hidden * (2 if both else 1), 3)
+
+        def forward(self, x):
+            y, h = self.rnn(self.front(x).transpose(1, 2))
+            h = h[0] if kind == "lstm" else h
+            z = (torch.cat((h[-2], h[-1]), dim=1) if both else h[-1]) if last else y.mean(dim=1)
+            return self.head(z)
+
+    model = Model().eval()
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.BatchNorm1d):
+                module.running_mean.uniform_(-1, 1)
+                module.running_var.uniform_(0.5, 2)
+            if isinstance(module, (nn.BatchNorm1d, nn.GroupNorm)) and module.weight is not None:
+                module.weight.uniform_(0.5, 2)
+                module.bias.uniform_(-0.5, 0.5)
+    x = torch.randn(3, channels, steps)
+    axes = {"x": {0: "N", 2: "T"} if g.random() < 0.5 else {0: "N"}, "y": {0: "N"}}
+    return _read_as_pytorch_answers(seed, model, x, axes, str(model), dynamo)
+
+
 def pytorch_encoder_case(seed: int, dynamo: bool = False) -> list[str]:
     """A random stack of one or two nn.TransformerEncoderLayer (1, 2 or 4 heads of 2 to 4
     channels, a feed-forward width of 4 to 16, ReLU or GELU, the norm first or last, layer
@@ -652,6 +707,8 @@ def main() -> int:
              "pytorch-text-dynamo": lambda seed: pytorch_text_case(seed, dynamo=True),
              "pytorch-mobile": pytorch_mobile_case,
              "pytorch-mobile-dynamo": lambda seed: pytorch_mobile_case(seed, dynamo=True),
+             "pytorch-crnn": pytorch_crnn_case,
+             "pytorch-crnn-dynamo": lambda seed: pytorch_crnn_case(seed, dynamo=True),
              "pytorch-encoder": pytorch_encoder_case,
              "pytorch-encoder-dynamo": lambda seed: pytorch_encoder_case(seed, dynamo=True),
              "gradients": gradients_case, "tensors": tensors_case}

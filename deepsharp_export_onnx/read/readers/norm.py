@@ -71,10 +71,18 @@ def read_group_norm(node: onnx.NodeProto, r: Reading) -> Read:
 
 @reads("InstanceNormalization")
 def read_instance_norm(node: onnx.NodeProto, r: Reading) -> Read:
+    """InstanceNormalization by its scale and bias; at scale 1 and bias 0 followed by a Mul and
+    an Add along the channels (PyTorch's GroupNorm of one channel a group, its Reshapes dropped
+    as no-ops), those are its weight and bias."""
     channels_first(node, r)
     attrs = r.view.attrs(node)
     spec = spec_of(node, r, "instance_norm", eps=decimal32(attrs.get("epsilon", 1e-5)))
-    return Read(node.output[0], [node], [spec], [_slots(node, r, "weight", "bias")])
+    slots = _slots(node, r, "weight", "bias")
+    if np.all(slots["weight"] == 1) and np.all(slots["bias"] == 0):
+        affine, nodes, out = _affine_after(r, node.output[0], slots["weight"].size)
+        if len(nodes) == 2:
+            return Read(out, [node, *nodes], [spec], [affine])
+    return Read(node.output[0], [node], [spec], [slots])
 
 
 @reads_pattern("Reshape")
@@ -89,16 +97,26 @@ def read_group_norm_by_instances(node: onnx.NodeProto, r: Reading) -> Read | Non
     into = constant_list(r, node.input[1]) if len(node.input) > 1 else None
     norm = consumer(r, node.output[0], "InstanceNormalization")
     back = consumer(r, norm.output[0], "Reshape") if norm is not None else None
-    if into is None or len(into) != 3 or into[0] != 0 or into[2] != -1 or back is None \
-            or attrs(node).get("allowzero", 0) or not _restores(r, back, dims):
+    restored = _restores(r, back, dims) if back is not None else None
+    if into is None or len(into) != 3 or into[0] != 0 or into[2] != -1 or restored is None \
+            or attrs(node).get("allowzero", 0):
         return None
     groups, channels = int(into[1]), int(dims[1])
     scale, shift = (r.view.constant(n) for n in norm.input[1:3])
     if scale is None or shift is None or not (np.all(scale == 1) and np.all(shift == 0)) \
             or scale.size != groups or groups < 1 or channels % groups:
         return None
-    nodes, out = [node, norm, back], back.output[0]
+    slots, nodes, out = _affine_after(r, back.output[0], channels)
+    eps = decimal32(r.view.attrs(norm).get("epsilon", 1e-5))
+    spec = spec_of(node, r, "group_norm", groups=groups, eps=eps)
+    return Read(out, [node, norm, *restored, back, *nodes], [spec], [slots])
+
+
+def _affine_after(r: Reading, out: str, channels: int) -> tuple[dict, list, str]:
+    """The weight and bias of a Mul and an Add along the channels after `out` (each (C, 1, ...)
+    or one value; 1 and 0 where absent): (slots, their nodes, the value after them)."""
     slots = {"weight": np.ones(channels, np.float32), "bias": np.zeros(channels, np.float32)}
+    nodes = []
     for op, slot in (("Mul", "weight"), ("Add", "bias")):
         step = consumer(r, out, op)
         value = r.view.constant(other_input(step, out)) if step is not None else None
@@ -109,13 +127,23 @@ def read_group_norm_by_instances(node: onnx.NodeProto, r: Reading) -> Read | Non
         slots[slot] = np.broadcast_to(value.reshape(-1), (channels,)).astype(np.float32)
         nodes.append(step)
         out = step.output[0]
-    eps = decimal32(r.view.attrs(norm).get("epsilon", 1e-5))
-    spec = spec_of(node, r, "group_norm", groups=groups, eps=eps)
-    return Read(out, nodes, [spec], [slots])
+    return slots, nodes, out
 
 
-def _restores(r: Reading, back: onnx.NodeProto, dims: tuple) -> bool:
-    """Whether the Reshape gives back the dims the group norm's input has."""
+def _restores(r: Reading, back: onnx.NodeProto, dims: tuple) -> list | None:
+    """The nodes computing its shape (none for a constant) when the Reshape gives back the dims
+    the group norm's input has: the same dims, [0, C, -1] of a series, or Shape(input) itself
+    (sizes not known: after a pool over a symbolic length); else None."""
     out = reshaped_dims(r, back)
-    return out is not None and len(out) == len(dims) and all(
-        a == b and a is not None for a, b in zip(out, dims))
+    if out is not None and len(out) == len(dims) and all(
+            a == b and a is not None for a, b in zip(out, dims)):
+        return []
+    if len(back.input) < 2 or attrs(back).get("allowzero", 0):
+        return None
+    if len(dims) == 3 and constant_list(r, back.input[1]) == [0, dims[1], -1]:
+        return []
+    shape = r.view.producer.get(back.input[1])
+    if shape is not None and shape.op_type == "Shape" and shape.input[0] == r.value \
+            and not attrs(shape) and r.view.open_consumers(shape.output[0]) == [back]:
+        return [shape]
+    return None
