@@ -7,9 +7,10 @@ case rebuilt from its seed, every fault printed with the seed that replays it.
   too, outputs and gradients held to PyTorch's), `pytorch` and `pytorch-series` (random PyTorch
   image models, and recurrent or attention series models, exported by torch.onnx with dynamic
   axes, read by OnnxFile, held to PyTorch's own answer within 1e-5), `pytorch-encoder`,
-  `pytorch-mlp`, `pytorch-text` and `pytorch-mobile` (encoder stacks, MLPs with norms, branches
-  and fifteen activations, embedding text models, MobileNetV3-like blocks), each family also as
-  `<family>-dynamo` (PyTorch's default exporter, torch.export's graphs).
+  `pytorch-mlp`, `pytorch-text`, `pytorch-mobile` and `pytorch-crnn` (encoder stacks, MLPs with
+  norms, branches and fifteen activations, embedding text models, MobileNetV3-like blocks,
+  convolutional front ends into recurrent layers), each family also as `<family>-dynamo`
+  (PyTorch's default exporter, torch.export's graphs; odd seeds at its default operator set).
 
     .venv/bin/python scripts/fuzz_numbers.py [--cases export=200,paths=100,recurrent=500,trace=500,
                                                pytorch=100,pytorch-series=100,gradients=500]
