@@ -157,7 +157,7 @@ def test_normalising_keeps_the_numbers_of_every_pytorch_fixture():
     from tests.support.foreign import FOREIGN, Foreign
 
     for name in ("layer_norm.ts13", "cnn_view.ts17", "lstm2.dynamo18", "encoder.ts17",
-                 "attention_fast.dynamo18"):
+                 "attention_fast.dynamo18", "crnn.ts17", "cnn_groupnorm.ts13"):
         case = Foreign.load(name)
         normalised = normalise(case.model)
         _at_opset(normalised, 20)
