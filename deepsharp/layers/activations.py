@@ -16,6 +16,7 @@ from deepsharp.layers.base import LayerSpec, Lowering, Step, layer
 from deepsharp.module import Parameter
 from deepsharp.shape import Shape
 from deepsharp.tensors import Tensor, apply
+from deepsharp.tensors.api.activations import plain_softplus, scaled_softplus
 
 
 class ActivationSpec(LayerSpec):
@@ -96,12 +97,8 @@ class Softplus(ActivationSpec):
     beta: float = Field(1.0, gt=0, allow_inf_nan=False)
     threshold: float | None = Field(20.0, allow_inf_nan=False)
 
-    @property
-    def plain(self) -> bool:
-        return self.beta == 1 and self.threshold is not None and self.threshold >= 20
-
     def build(self, shape: Shape, at: Lowering) -> "ActivationStep":
-        if self.plain:
+        if plain_softplus(self.beta, self.threshold):
             return ActivationStep(self, at.place, shape, shape)
         return SoftplusStep(self, at.place, shape, shape)
 
@@ -110,12 +107,7 @@ class SoftplusStep(Step):
     """softplus at another beta or threshold: PyTorch's formula, a few primitives."""
 
     def forward(self, x: Tensor) -> Tensor:
-        scaled = apply("mul", x, Tensor(np.asarray(self.spec.beta, x.dtype)))
-        soft = apply("div", apply("softplus", scaled), Tensor(np.asarray(self.spec.beta, x.dtype)))
-        if self.spec.threshold is None:
-            return soft
-        big = apply("greater", scaled, Tensor(np.asarray(self.spec.threshold, x.dtype)))
-        return apply("where", big, x, soft)
+        return scaled_softplus(x, self.spec.beta, self.spec.threshold)
 
 
 @layer("hardtanh")

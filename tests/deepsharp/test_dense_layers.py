@@ -185,3 +185,36 @@ def test_softplus_at_a_beta_and_threshold_is_pytorchs_formula():
         == "ActivationStep"  # beta 1 at 20 or more: the primitive alone
     with pytest.raises(SpecError, match="beta"):
         Sequential().softplus(beta=0.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda F, x: F.hardtanh(x, 1.0, 0.0), "hardtanh: min_val must be below max_val, received "
+                                            "min_val=1.0, max_val=0.0"),
+    (lambda F, x: F.hardtanh(x, "a"), "hardtanh: min_val must be a number, received 'a'"),
+    (lambda F, x: F.relu(x, inplace="yes"), "relu: inplace must be True or False, received 'yes'"),
+    (lambda F, x: F.mish(x.long()), "mish: needs a floating-point tensor"),
+    (lambda F, x: F.leaky_relu(x, 0.2, slope=0.1), "give negative_slope"),
+])
+def test_activation_functions_refuse_bad_arguments_by_name(call, message):
+    from deepsharp import functional as F
+    from deepsharp.errors import OpError
+    from deepsharp.tensors import Tensor
+
+    with pytest.raises(OpError, match=message):
+        call(F, Tensor(np.zeros(3, np.float32)))
+
+
+def test_in_place_activations_write_into_the_tensor_with_the_functions_gradient():
+    from deepsharp import functional as F
+    from deepsharp.tensors import Tensor
+
+    leaf = Tensor(np.array([-1.0, 0.5, 7.0], np.float32), requires_grad=True)
+    x = leaf * 1.0
+    y = F.relu6(x, inplace=True)
+    assert y is x
+    np.testing.assert_array_equal(x.numpy(), [0.0, 0.5, 6.0])
+    y.sum().backward()
+    np.testing.assert_array_equal(leaf.grad, [0.0, 1.0, 0.0])
+    array = np.array([-1.0, 7.0], np.float32)  # F takes an array as a tensor sharing it, so the
+    F.relu6(array, inplace=True)               # write reaches it, as Tensor(array).relu_() does
+    np.testing.assert_array_equal(array, [0.0, 6.0])

@@ -568,4 +568,8 @@ CASES: list[P] = [
     P("hardswish-special", "F.hardswish", [S(4, 16)], op="hardswish"),
     P("mish-special", "F.mish", [S(4, 16)], op="mish"),
     P("prelu-special", "F.prelu", [S(4, 16), Pos(16)], op="prelu"),
+    P("softplus-beta-threshold", "F.softplus", [U(-4, 4, 4, 16)], (I(0),),
+      {"beta": 2.0, "threshold": 3.0}, op="softplus"),
+    P("softplus-low-threshold", "F.softplus", [U(-15, 15, 4, 16)], (I(0), 1.0, 10.0),
+      op="softplus"),
 ]

@@ -24,10 +24,7 @@ def _in_place(x: Any, inplace: Any, name: str, fn: Any, floating: bool = False) 
         raise OpError(f"{name}: inplace must be True or False, received {inplace!r}")
     if not inplace:
         return fn(x)
-    if not isinstance(x, Tensor):
-        raise OpError(f"{name}(inplace=True): writes into a tensor, received "
-                      f"{type(x).__name__}")
-    from deepsharp.tensors.inplace import rewrite
+    from deepsharp.tensors.inplace import rewrite  # (F made x a tensor: an array's, shared)
 
     return rewrite(x, f"{name}(inplace=True)", fn)
 
@@ -109,10 +106,22 @@ def softplus(x: Tensor, beta: Any = 1.0, threshold: Any = 20.0) -> Tensor:
     above 20 is x in float32, its gradient 1)."""
     beta = kw.number("softplus", "beta", beta)
     threshold = kw.number("softplus", "threshold", threshold)
-    if beta == 1 and threshold >= 20:
+    return scaled_softplus(x, beta, threshold)
+
+
+def plain_softplus(beta: float, threshold: float | None) -> bool:
+    """Whether softplus at `beta` and `threshold` is the softplus primitive alone."""
+    return beta == 1 and threshold is not None and threshold >= 20
+
+
+def scaled_softplus(x: Tensor, beta: float, threshold: float | None) -> Tensor:
+    """softplus(x * beta) / beta, and x where x * beta > threshold (None: no threshold, as
+    PyTorch's TorchScript exporter writes it); the one formula F.softplus and the layer share."""
+    if plain_softplus(beta, threshold):
         return apply("softplus", x)
     scaled = x * beta
-    return where(scaled > threshold, x, apply("softplus", scaled) / beta)
+    soft = apply("softplus", scaled) / beta
+    return soft if threshold is None else where(scaled > threshold, x, soft)
 
 
 def softmax(x: Tensor, dim: int | None = None, *, axis: int | None = None,

@@ -267,8 +267,9 @@ SOFTPLUS_EXACT = 20.0  # float32: above it log(1 + e^x) rounds to x, so the Wher
 
 def fuse_softplus_threshold(g: Graph) -> bool:
     """torch.export writes nn.Softplus() (beta 1) with its threshold: Where(Greater(x, t), x,
-    Softplus(x)). At t >= 20 in float32 that is Softplus(x) exactly; a lower threshold (or another
-    beta) is left for the reader to refuse by name."""
+    Softplus(x)). At t >= 20 in float32 that is Softplus(x) exactly, the one form every reader
+    meets (a Softplus inside a larger pattern too); a lower threshold or another beta is read
+    by the activation readers as softplus(beta, threshold)."""
     changed = False
     for where in [n for n in g.nodes if n.op_type == "Where" and len(n.input) == 3]:
         greater, soft = g.producer(where.input[0]), g.producer(where.input[2])

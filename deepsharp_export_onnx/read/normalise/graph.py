@@ -9,7 +9,7 @@ replaces nodes keeps the last output's name, so the dims already found stay true
 from __future__ import annotations
 
 import heapq
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import onnx
@@ -76,21 +76,18 @@ class Graph:
         return dims  # type: ignore[return-value]
 
     def add_constant(self, base: str, array: np.ndarray) -> str:
-        self._fresh += 1
-        name = f"{base}/normalised_{self._fresh}"
-        while name in self.constants:
-            self._fresh += 1
-            name = f"{base}/normalised_{self._fresh}"
+        name = self._unused(base, lambda n: n in self.constants)
         self.constants[name] = np.asarray(array)
         return name
 
     def fresh(self, base: str) -> str:
         """A name for a new node's output that no constant and no node's output has."""
+        return self._unused(base, lambda n: n in self.constants or self.producer(n) is not None)
+
+    def _unused(self, base: str, taken: Callable[[str], bool]) -> str:
         self._fresh += 1
-        name = f"{base}/normalised_{self._fresh}"
-        while name in self.constants or self.producer(name) is not None:
+        while taken(name := f"{base}/normalised_{self._fresh}"):
             self._fresh += 1
-            name = f"{base}/normalised_{self._fresh}"
         return name
 
     # -- nodes ------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import onnx
 
 from deepsharp.layers.base import SPEC_KINDS
 from deepsharp_export_onnx.read.readers.base import Read, Reading, reads, reads_fork, reads_pattern
-from deepsharp_export_onnx.read.readers.patterns import other_input
+from deepsharp_export_onnx.read.readers.patterns import other_input, producer, scalar
 from deepsharp_export_onnx.read.readers.windows import spec_of
 from layout import Order
 
@@ -175,22 +175,19 @@ def read_softplus_threshold(nodes: list[onnx.NodeProto], r: Reading) -> Read | N
     normalising pass has made it one Softplus) -> softplus(beta, threshold)."""
     where = next((n for n in nodes if n.op_type == "Where" and len(n.input) == 3
                   and n.input[1] == r.value), None)
-    made = {o: n for n in r.view.nodes for o in n.output}
-    back = made.get(where.input[2]) if where is not None else None
-    found = _softplus_of(r, made, back) if back is not None else None
-    greater = made.get(where.input[0]) if found is not None else None
-    if found is None or greater is None or greater.op_type != "Greater" \
-            or greater.input[0] != found[1]:
+    back = producer(r, where.input[2]) if where is not None else None
+    found = _softplus_of(r, back) if back is not None else None
+    greater = producer(r, where.input[0], "Greater") if found is not None else None
+    limit = scalar(r, greater.input[1]) if greater is not None and len(greater.input) > 1 else None
+    if found is None or limit is None or greater.input[0] != found[1]:
         return None
-    beta, scaled, chain = found
-    limit = r.view.constant(greater.input[1])
-    if limit is None or limit.size != 1:
-        return None
+    beta, _, chain = found
     taken = [*chain, greater, where]
     if any(id(n) not in {id(t) for t in taken} for n in nodes) or not _inside(r, taken, where):
         return None
-    t = float(limit.reshape(-1)[0])  # beyond every float32 (inf): no threshold
-    spec = spec_of(where, r, "softplus", beta=beta, threshold=_float32(t) if t < 3.5e38 else None)
+    # beyond every float32 (inf), or NaN: the Where never picks x, no threshold
+    threshold = _float32(limit) if limit <= np.finfo(np.float32).max else None
+    spec = spec_of(where, r, "softplus", beta=beta, threshold=threshold)
     return Read(where.output[0], taken, [spec], [{}])
 
 
@@ -203,29 +200,27 @@ def read_softplus_scaled(node: onnx.NodeProto, r: Reading) -> Read | None:
     if node.input[0] != r.value or len(soft) != 1 or soft[0].op_type != "Softplus" \
             or len(back) != 1 or back[0].op_type != "Div":
         return None
-    made = {o: n for n in r.view.nodes for o in n.output}
-    found = _softplus_of(r, made, back[0])
+    found = _softplus_of(r, back[0])
     if found is None or found[1] != node.output[0]:
         return None
     return Read(back[0].output[0], found[2],
                 [spec_of(node, r, "softplus", beta=found[0], threshold=None)], [{}])
 
 
-def _softplus_of(r: Reading, made: dict, back: onnx.NodeProto):
+def _softplus_of(r: Reading, back: onnx.NodeProto):
     """(beta, the value Softplus reads, the nodes from the Mul to `back`) when `back` is
     Softplus(x * beta) / beta of r.value (or Softplus(x) itself: beta 1), else None."""
     if back.op_type == "Softplus" and back.input[0] == r.value:
         return 1.0, r.value, [back]
-    soft = made.get(back.input[0]) if back.op_type == "Div" and len(back.input) == 2 else None
-    scaled = made.get(soft.input[0]) if soft is not None and soft.op_type == "Softplus" else None
-    if scaled is None or scaled.op_type != "Mul" or r.value not in scaled.input:
+    soft = producer(r, back.input[0], "Softplus") if back.op_type == "Div" \
+        and len(back.input) == 2 else None
+    scaled = producer(r, soft.input[0], "Mul") if soft is not None else None
+    if scaled is None or r.value not in scaled.input:
         return None
-    beta = r.view.constant(other_input(scaled, r.value))
-    divisor = r.view.constant(back.input[1])
-    if beta is None or divisor is None or beta.size != 1 or divisor.size != 1 \
-            or np.float32(beta.reshape(-1)[0]) != np.float32(divisor.reshape(-1)[0]):
+    beta, divisor = scalar(r, other_input(scaled, r.value)), scalar(r, back.input[1])
+    if beta is None or divisor is None or np.float32(beta) != np.float32(divisor):
         return None
-    return _float32(beta.reshape(-1)[0]), scaled.output[0], [scaled, soft, back]
+    return _float32(beta), scaled.output[0], [scaled, soft, back]
 
 
 def _inside(r: Reading, nodes: list[onnx.NodeProto], last: onnx.NodeProto) -> bool:
