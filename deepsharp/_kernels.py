@@ -37,6 +37,19 @@ def adam_flat(g, m, v, work, c1, c2, b2, root, eps, step_size):
 
 
 @njit(**_JIT)
+def adam_apply(g, m, v, p, c1, c2, b2, root, eps, step_size):
+    """`adam_flat` over one parameter's places, its update subtracted from the parameter's
+    values p (flat, contiguous) in the same pass: p -= work, without the work buffer."""
+    for i in range(g.size):
+        gi = g[i]
+        mi = m[i] + (gi - m[i]) * c1
+        vi = v[i] * b2 + (c2 * gi) * gi
+        m[i] = mi
+        v[i] = vi
+        p[i] = p[i] - (mi / (np.sqrt(vi) / root + eps)) * step_size
+
+
+@njit(**_JIT)
 def lstm_step_grad(a, tc, c_prev, dh, dc, d, dc_out):
     """One LSTM step back through time (`_lstm_through_time`), its gates a (4, batch, H) held
     (o, i, f, g) gate by gate: d (batch, 4, H) the gates' gradients, dc_out the cell's for the

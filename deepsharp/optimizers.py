@@ -23,7 +23,7 @@ from deepsharp.compiled import kernel
 from deepsharp.errors import SpecError, StateError, TrainingError
 from deepsharp.module import Parameter
 from deepsharp import step_ahead
-from deepsharp.tensors.ops.two_threads import in_halves
+from deepsharp.tensors.ops.two_threads import in_halves, splits_in_halves
 from deepsharp.schedules import Schedule
 
 
@@ -285,25 +285,49 @@ class Adam(Optimizer):
             self.state[name]["step"][()] += 1
         t = float(self.state[names[0]]["step"])
         m, v, work = flat.exp_avg, flat.exp_avg_sq, flat.work
+        if self._apply_compiled(g, m, v, t, live, flat.sizes):
+            return True
         # elementwise: inside data_parallel(2), two halves on two threads at once
         in_halves(lambda s: self.update_places(g[s], m[s], v[s], work[s], t), len(g))
         for (_, p), part in zip(live, flat.work_views):
             p._data -= part
         return True
 
+    def _apply_compiled(self, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: float,
+                        live: list[tuple[str, Parameter]], sizes: list[int]) -> bool:
+        """Inside `compiled()`, the update of each parameter in one pass that also subtracts it
+        from the parameter's values (`update_places` and `p -= work`, the same operations, one
+        pass over the buffers fewer); False, with nothing done, where that cannot run: outside
+        `compiled()`, where `in_halves` would split the update on two threads, or where a
+        parameter's values are not one contiguous, writeable block (the flat update then runs)."""
+        fused = kernel("adam_apply")
+        if fused is None or splits_in_halves() or not all(
+                [p._data.flags.c_contiguous and p._data.flags.writeable for _, p in live]):
+            return False
+        constants = self._constants(g.dtype, t)
+        start = 0
+        for (_, p), size in zip(live, sizes):
+            fused(g[start:start + size], m[start:start + size], v[start:start + size],
+                  p._data.reshape(-1), *constants)
+            start += size
+        return True
+
+    def _constants(self, dt: np.dtype, t: float) -> tuple:
+        """The compiled kernels' float constants at step t, of the parameters' float type."""
+        b1, b2 = self.betas
+        return tuple(dt.type(c) for c in (1 - b1, 1 - b2, b2, math.sqrt(1 - b2 ** t), self.eps,
+                                          self.lr / (1 - b1 ** t)))
+
     def update_places(self, g: np.ndarray, m: np.ndarray, v: np.ndarray, work: np.ndarray,
                       t: float) -> None:
         """Adam's update of places of the flat buffers at step t (`update`'s operations on
         them): the moments m and v in place, the update into `work`; one compiled pass inside
         `compiled()` (deepsharp.compiled: the same numbers), else numpy's passes."""
-        b1, b2 = self.betas
         compiled = kernel("adam_flat")
         if compiled is None:
-            _adam_numpy(g, m, v, work, b1, b2, t, self.lr, self.eps)
+            _adam_numpy(g, m, v, work, *self.betas, t, self.lr, self.eps)
             return
-        dt = g.dtype
-        compiled(g, m, v, work, *(dt.type(c) for c in (
-            1 - b1, 1 - b2, b2, math.sqrt(1 - b2 ** t), self.eps, self.lr / (1 - b1 ** t))))
+        compiled(g, m, v, work, *self._constants(g.dtype, t))
 
     def update(self, p, g, state):
         dt = p.dtype

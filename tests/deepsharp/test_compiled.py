@@ -42,6 +42,49 @@ def test_adam_kernel_is_bit_identical_to_numpy(make):
         np.testing.assert_array_equal(a, b)
 
 
+def _counting_adam_apply(monkeypatch) -> list[int]:
+    """Count the calls of the compiled kernel that writes Adam's update into the parameters."""
+    from deepsharp import compiled as compiled_module
+
+    calls = []
+    with compiled():
+        fused = compiled_module.kernel("adam_apply")
+
+    def counted(*args):
+        calls.append(args[3].size)
+        return fused(*args)
+    monkeypatch.setitem(compiled_module._KERNELS, "adam_apply", counted)
+    return calls
+
+
+def test_adam_writes_its_update_into_contiguous_parameters_in_one_pass(monkeypatch):
+    calls = _counting_adam_apply(monkeypatch)
+    for a, b in zip(_adam_run(lambda: Adam(1e-2), True), _adam_run(lambda: Adam(1e-2), False)):
+        np.testing.assert_array_equal(a, b)
+    assert calls == [1200, 30, 42] * 5  # (every step, each parameter once)
+
+
+def test_adam_with_a_strided_parameter_keeps_the_flat_update(monkeypatch):
+    calls = _counting_adam_apply(monkeypatch)
+
+    def run(on: bool) -> list[np.ndarray]:
+        generator = np.random.default_rng(3)
+        params = [Parameter(generator.standard_normal((6, 5)).astype(np.float32).T),
+                  Parameter(generator.standard_normal(4).astype(np.float32))]
+        optimizer = Adam(1e-2).bind([(f"p{i}", p) for i, p in enumerate(params)])
+        with compiled(on):
+            for _ in range(4):
+                for p in params:
+                    p.grad = generator.standard_normal(p.shape).astype(np.float32)
+                optimizer.step()
+        return [p._data for p in params] + list(optimizer.state_arrays().values())
+
+    assert not run(True)[0].flags.c_contiguous
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_array_equal(a, b)
+    assert calls == []
+
+
 @pytest.mark.parametrize("kind, gates", [("lstm", 4), ("gru", 3)])
 @pytest.mark.parametrize("reverse", [0, 1])
 def test_recurrent_step_kernels_are_bit_identical_to_numpy(kind, gates, reverse):

@@ -179,6 +179,11 @@ def split_work(work: Callable[[Sequence], R], items: Sequence) -> list[R]:
     return [mine, other.result()]
 
 
+def splits_in_halves() -> bool:
+    """`in_halves` would split its work here (inside `data_parallel(2)`, the worker idle)."""
+    return _worker_idle()
+
+
 def in_halves(work: Callable[[slice], None], size: int, align: int = 1) -> None:
     """work(rows) for the two halves of range(size) at once (split at a multiple of `align`)
     inside `data_parallel(2)` (either split: the worker is idle while it runs), else
