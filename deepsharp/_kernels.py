@@ -10,6 +10,10 @@ import numpy as np
 from numba import njit
 
 from deepsharp._blas import sgemm
+from deepsharp._kernels_norm import (  # noqa: F401 (deepsharp.compiled finds them here)
+    layer_norm_backward,
+    layer_norm_forward,
+)
 from deepsharp._kernels_winograd import (  # noqa: F401 (deepsharp.compiled finds them here)
     winograd_input,
     winograd_input_scatter,

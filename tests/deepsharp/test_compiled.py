@@ -136,6 +136,69 @@ def test_gelu_kernel_is_bit_identical_to_numpy():
         np.testing.assert_array_equal(a, b)
 
 
+def _layer_norm_run(x, gamma, beta, grad, on: bool) -> list[np.ndarray]:
+    tensors = [Tensor(a, requires_grad=True, dtype=a.dtype) for a in (x, gamma, beta)]
+    with compiled(on):
+        y = apply("layer_norm", *tensors, eps=1e-5)
+        (y * Tensor(grad, dtype=grad.dtype)).sum().backward()
+    return [y._data] + [t.grad for t in tensors]
+
+
+@pytest.mark.parametrize("shape", [(32, 64, 128), (3, 1, 300), (4, 129), (2, 7), (1, 8),
+                                   (5, 1000), (3, 2)])
+def test_layer_norm_kernels_are_bit_identical_to_numpy(shape, monkeypatch):
+    from deepsharp import compiled as compiled_module
+
+    generator = np.random.default_rng(5)
+    x = generator.standard_normal(shape) * np.exp(generator.standard_normal(shape) * 2)
+    x.reshape(-1, shape[-1])[0] = -0.0  # a row of negative zeros; rows of huge and tiny values
+    if x.size // shape[-1] > 2:
+        x.reshape(-1, shape[-1])[1] *= 1e30
+        x.reshape(-1, shape[-1])[2] *= 1e-30
+    gamma, beta = generator.standard_normal((2, shape[-1]))
+    grad = generator.standard_normal(shape)
+    grad.reshape(-1, shape[-1])[-1] = -0.0
+    arrays = [a.astype(np.float32) for a in (x, gamma, beta, grad)]
+    calls = []
+    with compiled():
+        for name in ("layer_norm_forward", "layer_norm_backward"):
+            found = compiled_module.kernel(name)
+            assert found is not None, "numpy's sums are not the kernels' on this numpy"
+            monkeypatch.setitem(compiled_module._KERNELS, name,
+                                lambda *a, f=found, n=name: calls.append(n) or f(*a))
+    for a, b in zip(_layer_norm_run(*arrays, True), _layer_norm_run(*arrays, False)):
+        np.testing.assert_array_equal(a, b)
+    assert calls == ["layer_norm_forward", "layer_norm_backward"]
+
+
+def test_layer_norm_of_strided_or_float64_rows_keeps_numpys_passes(monkeypatch):
+    from deepsharp import compiled as compiled_module
+
+    calls = []
+    monkeypatch.setitem(compiled_module._KERNELS, "layer_norm_forward",
+                        lambda *a: calls.append(a))
+    generator = np.random.default_rng(6)
+    x = generator.standard_normal((6, 9)).astype(np.float32).T  # (9, 6), not C-ordered
+    gamma, beta, grad = (generator.standard_normal(s).astype(np.float32) for s in (6, 6, (9, 6)))
+    for a, b in zip(_layer_norm_run(x, gamma, beta, grad, True),
+                    _layer_norm_run(x, gamma, beta, grad, False)):
+        np.testing.assert_array_equal(a, b)
+    wide = [a.astype(np.float64) for a in (np.ascontiguousarray(x), gamma, beta, grad)]
+    assert _layer_norm_run(*wide, True)[0].dtype == np.float64
+    assert calls == []
+
+
+def test_a_numpy_whose_sums_differ_turns_the_layer_norm_kernels_off(monkeypatch):
+    from deepsharp import _kernels_norm, compiled as compiled_module
+
+    monkeypatch.setattr(_kernels_norm, "matches_numpy", lambda: False)
+    monkeypatch.delitem(compiled_module._KERNELS, "layer_norm_forward", raising=False)
+    with compiled():
+        assert compiled_module.kernel("layer_norm_forward") is None
+    monkeypatch.delitem(compiled_module._KERNELS, "layer_norm_forward")
+    assert _kernels_norm.row_sum.py_func(np.arange(20, dtype=np.float32)) == 190
+
+
 def _pooled_conv(x, w, b, grad, forward_on, backward_on, split):
     """conv_relu_max_pool's output and gradients, its forward pass inside compiled() or not, its
     backward pass likewise (inside data_parallel(2, split="kernels") when `split`)."""
