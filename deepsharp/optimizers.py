@@ -325,7 +325,9 @@ class Adam(Optimizer):
         `compiled()` (deepsharp.compiled: the same numbers), else numpy's passes."""
         compiled = kernel("adam_flat")
         if compiled is None:
-            _adam_numpy(g, m, v, work, *self.betas, t, self.lr, self.eps)
+            for part in range(0, len(g), _ADAM_BLOCK):  # (each block's passes in the cache)
+                s = slice(part, part + _ADAM_BLOCK)
+                _adam_numpy(g[s], m[s], v[s], work[s], *self.betas, t, self.lr, self.eps)
             return
         compiled(g, m, v, work, *self._constants(g.dtype, t))
 
@@ -404,6 +406,9 @@ class RMSprop(Optimizer):
     def config(self):
         return {**super().config(), "alpha": self.alpha, "eps": self.eps,
                 "momentum": self.momentum, "centered": self.centered}
+
+
+_ADAM_BLOCK = 65536  # values of each flat buffer a block of Adam's numpy passes takes
 
 
 def _adam_numpy(g, m, v, work, b1, b2, t, lr, eps) -> None:

@@ -128,7 +128,8 @@ def _adam_runs(make, steps: int = 4, skip_at: int | None = None):
     from deepsharp import Parameter
 
     generator = np.random.default_rng(7)
-    start = [generator.standard_normal(s).astype(np.float32) for s in ((5, 3), (3,), (4, 2, 2), (130, 130))]
+    shapes = ((5, 3), (3,), (4, 2, 2), (130, 130), (300, 300))  # (107k values: two blocks)
+    start = [generator.standard_normal(s).astype(np.float32) for s in shapes]
     grads = [[generator.standard_normal(a.shape).astype(np.float32) for a in start]
              for _ in range(steps)]
     results = []
