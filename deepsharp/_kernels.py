@@ -28,16 +28,22 @@ _HALF = np.float32(0.5)
 
 
 @njit(**_JIT)
+def _adam_place(g, m, v, i, c1, c2, b2, root, eps, step_size):
+    """Adam at place i of the flat buffers: m += c1 (g - m); v = v b2 + (c2 g) g; the update
+    step_size (m / (sqrt(v) / root + eps)) returned."""
+    gi = g[i]
+    mi = m[i] + (gi - m[i]) * c1
+    vi = v[i] * b2 + (c2 * gi) * gi
+    m[i] = mi
+    v[i] = vi
+    return (mi / (np.sqrt(vi) / root + eps)) * step_size
+
+
+@njit(**_JIT)
 def adam_flat(g, m, v, work, c1, c2, b2, root, eps, step_size):
-    """Adam over flat buffers (`Adam._flat_step`): m += c1 (g - m); v = v b2 + (c2 g) g;
-    work = step_size (m / (sqrt(v) / root + eps))."""
+    """Adam over flat buffers (`Adam._flat_step`), the update into `work`."""
     for i in range(g.size):
-        gi = g[i]
-        mi = m[i] + (gi - m[i]) * c1
-        vi = v[i] * b2 + (c2 * gi) * gi
-        m[i] = mi
-        v[i] = vi
-        work[i] = (mi / (np.sqrt(vi) / root + eps)) * step_size
+        work[i] = _adam_place(g, m, v, i, c1, c2, b2, root, eps, step_size)
 
 
 @njit(**_JIT)
@@ -45,12 +51,7 @@ def adam_apply(g, m, v, p, c1, c2, b2, root, eps, step_size):
     """`adam_flat` over one parameter's places, its update subtracted from the parameter's
     values p (flat, contiguous) in the same pass: p -= work, without the work buffer."""
     for i in range(g.size):
-        gi = g[i]
-        mi = m[i] + (gi - m[i]) * c1
-        vi = v[i] * b2 + (c2 * gi) * gi
-        m[i] = mi
-        v[i] = vi
-        p[i] = p[i] - (mi / (np.sqrt(vi) / root + eps)) * step_size
+        p[i] = p[i] - _adam_place(g, m, v, i, c1, c2, b2, root, eps, step_size)
 
 
 @njit(**_JIT)

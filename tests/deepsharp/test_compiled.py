@@ -22,10 +22,14 @@ from deepsharp.tensors import Tensor, apply
 assert available(), "numba is missing: install the test extra (pip install -e '.[test]')"
 
 
-def _adam_run(make, on: bool) -> list[np.ndarray]:
+def _adam_run(make, on: bool, transposed: bool = False) -> list[np.ndarray]:
+    """Five steps of `make()`'s Adam inside compiled(on) or not; with `transposed`, the first
+    parameter's values a transposed (strided) array."""
     generator = np.random.default_rng(0)
-    params = [Parameter(generator.standard_normal(s).astype(np.float32))
-              for s in ((40, 30), (30,), (7, 3, 2))]
+    arrays = [generator.standard_normal(s).astype(np.float32) for s in ((40, 30), (30,), (7, 3, 2))]
+    if transposed:
+        arrays[0] = arrays[0].T
+    params = [Parameter(a) for a in arrays]
     optimizer = make().bind([(f"p{i}", p) for i, p in enumerate(params)])
     with compiled(on):
         for _ in range(5):
@@ -66,21 +70,9 @@ def test_adam_writes_its_update_into_contiguous_parameters_in_one_pass(monkeypat
 
 def test_adam_with_a_strided_parameter_keeps_the_flat_update(monkeypatch):
     calls = _counting_adam_apply(monkeypatch)
-
-    def run(on: bool) -> list[np.ndarray]:
-        generator = np.random.default_rng(3)
-        params = [Parameter(generator.standard_normal((6, 5)).astype(np.float32).T),
-                  Parameter(generator.standard_normal(4).astype(np.float32))]
-        optimizer = Adam(1e-2).bind([(f"p{i}", p) for i, p in enumerate(params)])
-        with compiled(on):
-            for _ in range(4):
-                for p in params:
-                    p.grad = generator.standard_normal(p.shape).astype(np.float32)
-                optimizer.step()
-        return [p._data for p in params] + list(optimizer.state_arrays().values())
-
-    assert not run(True)[0].flags.c_contiguous
-    for a, b in zip(run(True), run(False)):
+    strided = _adam_run(lambda: Adam(1e-2), True, transposed=True)
+    assert not strided[0].flags.c_contiguous
+    for a, b in zip(strided, _adam_run(lambda: Adam(1e-2), False, transposed=True)):
         np.testing.assert_array_equal(a, b)
     assert calls == []
 
