@@ -144,10 +144,34 @@ def _cnn():
 
 
 def _blocks_rows_by_24() -> bool:
-    """numpy's BLAS is OpenBLAS with its Haswell kernels (Zen takes them too), whose float32
-    product rounds a row alike wherever a split at a multiple of 24 rows falls."""
-    return any(i.get("internal_api") == "openblas" and i.get("architecture") in ("Haswell", "Zen")
+    """numpy's BLAS is OpenBLAS with its Haswell kernels (Zen takes them too) or its SkylakeX
+    ones, whose float32 product rounds a row alike wherever a split at a multiple of 24 rows
+    falls (on the same side of the small-matrix bound: conv_pool._splits_alike)."""
+    return any(i.get("internal_api") == "openblas"
+               and i.get("architecture") in ("Haswell", "Zen", "SkylakeX")
                for i in threadpool_info() if i.get("user_api") == "blas")
+
+
+@pytest.mark.parametrize("rows", [1152, 2304, 3360, 4608])  # whole and halves: 0.55/0.28,
+def test_the_split_product_keeps_one_products_numbers(rows):  # 1.1/0.55, 1.6/0.8, 2.2/1.1 M
+    """A product split in halves only where both halves take OpenBLAS's kernel for the whole
+    (its small-matrix kernels take products of at most 1e6 multiply-adds and round a 60-tap,
+    8-column product's rows otherwise): the numbers of one product, bit for bit."""
+    generator = np.random.default_rng(rows)
+    cols = generator.standard_normal((4, rows // 4, 60)).astype(np.float32)
+    w = generator.standard_normal((60, 8)).astype(np.float32)
+    calls = []
+    work = two_threads.on_worker
+    with threadpool_limits(1, "blas"):
+        whole = np.matmul(cols.reshape(rows, 60), w).reshape(4, rows // 4, 8)
+        with data_parallel(2, split="kernels"), pytest.MonkeyPatch.context() as patch:
+            patch.setattr(two_threads, "on_worker", lambda *a: calls.append(1) or work(*a))
+            split = conv_pool._product(cols, w)
+    assert bool(calls) == conv_pool._splits_alike(rows, 60, 8) == (rows != 2304 and rows != 3360)
+    if _blocks_rows_by_24():
+        np.testing.assert_array_equal(split, whole)
+    else:
+        np.testing.assert_allclose(split, whole, rtol=1e-6, atol=1e-6)
 
 
 def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypatch):

@@ -38,7 +38,7 @@ from deepsharp.tensors.ops.windows import (
     _FEW_CHANNELS, crop_places, offset_slices, offsets, output_lengths, pad_places, windows,
 )
 from deepsharp.tensors.ops import winograd
-from deepsharp.tensors.ops.two_threads import idle_point, in_halves, split_work
+from deepsharp.tensors.ops.two_threads import half_point, idle_point, in_halves, split_work
 from deepsharp.tensors.ops.conv import _input_grad as conv_input_grad
 from deepsharp.tensors.primitives import needs_input_grad, primitive
 
@@ -151,15 +151,30 @@ def _product(cols: np.ndarray, w: np.ndarray) -> np.ndarray:
     """cols (P, M, K) @ w (K, O) as one product of P M rows, or two of row ranges at once
     (in_halves) split at a multiple of ROW_ALIGN rows: OpenBLAS computes a row's sums the same
     way wherever such a split falls (it walks the rows in blocks of 3 x its kernel's width, here
-    24), so the numbers are one product's (tests/deepsharp/test_parallel.py holds them so with
-    OpenBLAS's Haswell kernels; another BLAS may round the rows otherwise, within 1e-6)."""
+    24), so the numbers are one product's, as long as both ranges take the kernel the whole
+    takes (`_splits_alike`; tests/deepsharp/test_parallel.py holds them so with OpenBLAS's
+    Haswell and SkylakeX kernels; another BLAS may round the rows otherwise, within 1e-6)."""
     flat = cols.reshape(-1, cols.shape[-1])
     out = np.empty((len(flat), w.shape[-1]), np.result_type(cols, w))
-    in_halves(lambda r: np.matmul(flat[r], w, out=out[r]), len(flat), ROW_ALIGN)
+    if _splits_alike(*flat.shape, w.shape[-1]):
+        in_halves(lambda r: np.matmul(flat[r], w, out=out[r]), len(flat), ROW_ALIGN)
+    else:
+        np.matmul(flat, w, out=out)
     return out.reshape(cols.shape[0], cols.shape[1], w.shape[-1])
 
 
+def _splits_alike(rows: int, inner: int, columns: int) -> bool:
+    """Whether both row ranges of `in_halves` fall on the whole product's side of OpenBLAS's
+    small-matrix bound: its SkylakeX kernels (and later ones) take a float32 product of at most
+    SMALL_PRODUCT multiply-adds (M N K) to other kernels, which round some shapes' rows otherwise
+    (a 2304 x 60 x 8 product against its halves, seen on a Xeon of 3 December)."""
+    half = half_point(rows, ROW_ALIGN)
+    smaller = min(half, rows - half)
+    return rows * inner * columns <= SMALL_PRODUCT or smaller * inner * columns > SMALL_PRODUCT
+
+
 ROW_ALIGN = 144  # 3 x 2, 4, 6, 8, 12 and 16: a block boundary for each kernel width
+SMALL_PRODUCT = 100 ** 3  # OpenBLAS's bound for its small-matrix kernels (M N K)
 SPLIT_VALUES = 1 << 18  # the max, bias and relu of fewer pooled values stay on one thread
 
 

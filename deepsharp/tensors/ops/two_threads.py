@@ -184,12 +184,17 @@ def splits_in_halves() -> bool:
     return _worker_idle()
 
 
+def half_point(size: int, align: int = 1) -> int:
+    """Where `in_halves` splits range(size): the caller's share, at a multiple of `align`."""
+    return round(size * CALLER_SHARE / align) * align
+
+
 def in_halves(work: Callable[[slice], None], size: int, align: int = 1) -> None:
-    """work(rows) for the two halves of range(size) at once (split at a multiple of `align`)
-    inside `data_parallel(2)` (either split: the worker is idle while it runs), else
+    """work(rows) for the two halves of range(size) at once (split at `half_point`) inside
+    `data_parallel(2)` (either split: the worker is idle while it runs), else
     work(slice(0, size)). For work that treats each row on its own (elementwise passes: the same
     numbers either way), such as Adam's flat update."""
-    half = round(size * CALLER_SHARE / align) * align
+    half = half_point(size, align)
     if not _worker_idle() or not 0 < half < size:
         work(slice(0, size))
         return
