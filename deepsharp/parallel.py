@@ -37,7 +37,7 @@ OpenBLAS's blocks of rows meet), its max, bias, relu and gradient routing (row b
 dense layer's two gradient products (the input's on the worker) and Adam's flat update
 (elementwise). Every operation is the one thread's, on the same numbers in
 the same order, so the results are one thread's bit for bit (tests/deepsharp/test_parallel.py)
-with numpy's OpenBLAS on this kind of CPU (its Haswell kernels); another BLAS may round the rows
+with numpy's OpenBLAS (its Haswell and SkylakeX kernels); another BLAS may round the rows
 of the split direct product otherwise, a float rounding (held there to 1e-6 relative),
 any network can run so (nothing is split across examples), and the Python and autograd work runs
 once, not once per share; what is not split (other layers, Python) runs on one core. Adam's
@@ -70,7 +70,7 @@ Pass = Callable[[slice], tuple[Tensor, Any]]
 def data_parallel(threads: int = 2, split: str = "batch") -> Iterator[None]:
     """Train on `threads` cores (1 or 2) inside the block, splitting each batch in two shares
     of rows (`split="batch"`) or the largest kernels' work (`split="kernels"`: the numbers of one
-    thread, bit for bit with OpenBLAS's Haswell kernels); see the module's docstring."""
+    thread, bit for bit with OpenBLAS's Haswell and SkylakeX kernels); see the module's docstring."""
     if threads not in (1, 2) or isinstance(threads, bool):
         raise SpecError(f"data_parallel: threads must be 1 or 2, received {threads!r}")
     if split not in SPLITS:
