@@ -10,9 +10,12 @@ import numpy as np
 from numba import njit
 
 from deepsharp._blas import sgemm
-from deepsharp._kernels_norm import (  # noqa: F401 (deepsharp.compiled finds them here)
+from deepsharp._kernels_rows import (  # noqa: F401 (deepsharp.compiled finds them here)
     layer_norm_backward,
     layer_norm_forward,
+    softmax_divide,
+    softmax_grad,
+    softmax_shift,
 )
 from deepsharp._kernels_winograd import (  # noqa: F401 (deepsharp.compiled finds them here)
     winograd_input,

@@ -181,14 +181,63 @@ def test_layer_norm_of_strided_or_float64_rows_keeps_numpys_passes(monkeypatch):
 
 
 def test_a_numpy_whose_sums_differ_turns_the_layer_norm_kernels_off(monkeypatch):
-    from deepsharp import _kernels_norm, compiled as compiled_module
+    from deepsharp import _kernels_rows, compiled as compiled_module
 
-    monkeypatch.setattr(_kernels_norm, "matches_numpy", lambda: False)
+    monkeypatch.setattr(_kernels_rows, "matches_numpy", lambda: False)
     monkeypatch.delitem(compiled_module._KERNELS, "layer_norm_forward", raising=False)
     with compiled():
         assert compiled_module.kernel("layer_norm_forward") is None
     monkeypatch.delitem(compiled_module._KERNELS, "layer_norm_forward")
-    assert _kernels_norm.row_sum.py_func(np.arange(20, dtype=np.float32)) == 190
+    assert _kernels_rows.row_sum.py_func(np.arange(20, dtype=np.float32)) == 190
+
+
+def _attention_run(on: bool, shape, mask: bool, causal: int, special: bool, dtype=np.float32):
+    from deepsharp.tensors.ops.attention import attend, attend_grad
+
+    generator = np.random.default_rng(sum(shape))
+    q, k, v, g = (generator.standard_normal(shape).astype(dtype) for _ in range(4))
+    if special:  # a NaN, an infinity, signed zeros among the scores
+        q[0, 0, 0], q[0, 0, 1], q[0, 0, 2], k[0, 0, 3] = np.nan, np.inf, -0.0, -0.0
+    key_mask = None
+    if mask:
+        key_mask = generator.random((shape[0], shape[2])) > 0.3
+        key_mask[0] = False  # a series with no key to look at
+    with compiled(on):
+        out, weights = attend(q, k, v, key_mask, 0.17, causal)
+        return [out, weights, *attend_grad(g, weights, q, k, v, 0.17)]
+
+
+@pytest.mark.parametrize("shape", [(32, 4, 64, 32), (2, 1, 5, 3), (3, 2, 130, 4), (1, 1, 4, 2)])
+@pytest.mark.parametrize("mask, causal, special", [(False, 0, False), (True, 0, False),
+                                                   (False, 1, False), (False, 0, True)])
+def test_the_softmax_kernels_are_bit_identical_to_numpy(shape, mask, causal, special,
+                                                        monkeypatch):
+    from deepsharp import compiled as compiled_module
+
+    calls = []
+    with compiled():
+        for name in ("softmax_shift", "softmax_divide", "softmax_grad"):
+            found = compiled_module.kernel(name)
+            assert found is not None, "numpy's sums are not the kernels' on this numpy"
+            monkeypatch.setitem(compiled_module._KERNELS, name,
+                                lambda *a, f=found, n=name: calls.append(n) or f(*a))
+    with np.errstate(invalid="ignore"):
+        for a, b in zip(_attention_run(True, shape, mask, causal, special),
+                        _attention_run(False, shape, mask, causal, special)):
+            np.testing.assert_array_equal(a, b)
+    assert {"softmax_shift", "softmax_divide", "softmax_grad"} <= set(calls)
+
+
+def test_float64_attention_keeps_numpys_softmax(monkeypatch):
+    from deepsharp import compiled as compiled_module
+
+    calls = []
+    for name in ("softmax_shift", "softmax_grad"):
+        monkeypatch.setitem(compiled_module._KERNELS, name, lambda *a: calls.append(a))
+    for a, b in zip(_attention_run(True, (2, 2, 6, 3), True, 0, False, np.float64),
+                    _attention_run(False, (2, 2, 6, 3), True, 0, False, np.float64)):
+        np.testing.assert_array_equal(a, b)
+    assert calls == []
 
 
 def _pooled_conv(x, w, b, grad, forward_on, backward_on, split):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from deepsharp.compiled import kernel
 from deepsharp.errors import OpError
 from deepsharp.tensors.primitives import primitive
 
@@ -59,18 +60,38 @@ def _chunks(q: np.ndarray, keys: int) -> list[slice]:
     return [slice(i, i + step) for i in range(0, q.shape[0], step)]
 
 
+def _compiled_rows(a: np.ndarray) -> np.ndarray | None:
+    """a's rows of the last axis as one (rows, n) view for the compiled softmax kernels (inside
+    `compiled()`, float32, C-ordered: numpy sums such rows pairwise), else None."""
+    if (kernel("softmax_divide") is None or a.dtype != np.float32 or not a.flags.c_contiguous
+            or a.ndim < 1 or a.shape[-1] < 1):
+        return None
+    return a.reshape(-1, a.shape[-1])
+
+
 def attend(q, k, v, key_mask, scale, causal, out=None):
     """softmax(q k^T scale + left out) v and the softmax weights (see the module's docstring);
     the product into `out` when given (a strided view: BLAS writes it in place, no copy)."""
     scores = np.matmul(q, np.swapaxes(k, -1, -2))
-    scores *= np.asarray(scale, q.dtype)
     allowed = allowed_keys(key_mask, causal, q.ndim, q.shape[-2], k.shape[-2])
-    if allowed is not None:
-        scores = np.where(allowed, scores, np.asarray(LEFT_OUT, q.dtype))
+    rows = _compiled_rows(scores) if q.dtype == np.float32 else None  # (scale: q's type)
+    if rows is not None and allowed is None:  # (the same operations, one pass: compiled())
+        kernel("softmax_shift")(rows, np.float32(scale), True)
+    else:
+        scores *= np.asarray(scale, q.dtype)
+        if allowed is not None:
+            scores = np.where(allowed, scores, np.asarray(LEFT_OUT, q.dtype))
+            rows = _compiled_rows(scores) if rows is not None else None
+        if rows is not None:
+            kernel("softmax_shift")(rows, np.float32(1), False)
+        else:
+            scores -= scores.max(axis=-1, keepdims=True)
     weights = scores  # the softmax over the keys, in place
-    weights -= weights.max(axis=-1, keepdims=True)
     np.exp(weights, out=weights)
-    weights /= weights.sum(axis=-1, keepdims=True)
+    if rows is not None:
+        kernel("softmax_divide")(rows)
+    else:
+        weights /= weights.sum(axis=-1, keepdims=True)
     if key_mask is not None:  # only a key mask can leave a query nothing to look at
         weights *= allowed.any(axis=-1, keepdims=True)
     return np.matmul(weights, v, out=out), weights
@@ -91,10 +112,14 @@ def attend_grad(grad, weights, q, k, v, scale, outs=(None, None, None)):
         ds = ds_buffer[:w.shape[0]] if q.ndim >= 3 else ds_buffer
         work = work_buffer[:w.shape[0]] if q.ndim >= 3 else work_buffer
         np.matmul(g, np.swapaxes(v[part], -1, -2), out=ds)
-        np.multiply(ds, w, out=work)
-        ds -= work.sum(axis=-1, keepdims=True)
-        ds *= w
-        ds *= factor
+        rows, probs = _compiled_rows(ds), _compiled_rows(w)
+        if rows is not None and probs is not None and factor.dtype == np.float32:  # (the same operations, one pass)
+            kernel("softmax_grad")(rows, probs, np.float32(factor), work.reshape(-1)[:w.shape[-1]])
+        else:
+            np.multiply(ds, w, out=work)
+            ds -= work.sum(axis=-1, keepdims=True)
+            ds *= w
+            ds *= factor
         np.matmul(ds, k[part], out=dq[part])
         np.matmul(np.swapaxes(ds, -1, -2), q[part], out=dk[part])
         np.matmul(np.swapaxes(w, -1, -2), g, out=dv[part])

@@ -1,5 +1,6 @@
-"""The numba kernels of layer normalisation (`deepsharp.tensors.ops.norm.LayerNorm`), one row
-of the last axis at a time, for `deepsharp.compiled`.
+"""The numba kernels that work one row of the last axis at a time, for `deepsharp.compiled`:
+layer normalisation (`deepsharp.tensors.ops.norm.LayerNorm`) and the softmax of attention
+(`deepsharp.tensors.ops.attention`) around numpy's exp.
 
 numpy's `mean` over the last axis of a C-ordered float32 array is a pairwise sum of each row
 (numpy's `pairwise_sum`: eight running sums over blocks of up to 128 values, halves above that)
@@ -152,6 +153,50 @@ def layer_norm_backward(grad, xhat, rstd, gamma, dx, work, dgamma, dbeta):
         for j in range(n):
             dgamma[j] += gr[j] * hr[j]
             dbeta[j] += gr[j]
+
+
+@njit(**_JIT)
+def softmax_shift(x, scale, scaled):
+    """In place over the rows of x (rows, n): x *= scale when `scaled`, then x -= the row's
+    largest value (numpy's max: a NaN anywhere in the row makes it NaN)."""
+    rows, n = x.shape
+    for r in range(rows):
+        row = x[r]
+        if scaled:
+            for j in range(n):
+                row[j] = row[j] * scale
+        top = row[0]
+        for j in range(1, n):
+            if top != top:
+                break
+            v = row[j]
+            if not v <= top:
+                top = v
+        for j in range(n):
+            row[j] = row[j] - top
+
+
+@njit(**_JIT)
+def softmax_divide(x):
+    """In place over the rows of x (rows, n): x /= the row's sum (numpy's `sum`)."""
+    for r in range(x.shape[0]):
+        row = x[r]
+        total = row_sum(row)
+        for j in range(x.shape[1]):
+            row[j] = row[j] / total
+
+
+@njit(**_JIT)
+def softmax_grad(ds, w, factor, work):
+    """In place over the rows (rows, n): ds = ((ds - sum(ds w)) w) factor, the softmax's rule
+    with the scores' scale; `work` one row of scratch."""
+    for r in range(ds.shape[0]):
+        d, p = ds[r], w[r]
+        for j in range(ds.shape[1]):
+            work[j] = d[j] * p[j]
+        total = row_sum(work)
+        for j in range(ds.shape[1]):
+            d[j] = ((d[j] - total) * p[j]) * factor
 
 
 @functools.cache
