@@ -165,7 +165,7 @@ def _product(cols: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 def _splits_alike(rows: int, inner: int, columns: int) -> bool:
     """Whether both row ranges of `in_halves` fall on the whole product's side of OpenBLAS's
-    small-matrix bound: its SkylakeX kernels (and later ones) take a float32 product of at most
+    small-matrix bound: its SkylakeX kernels take a float32 product of at most
     SMALL_PRODUCT multiply-adds (M N K) to other kernels, which round some shapes' rows otherwise
     (a 2304 x 60 x 8 product against its halves, seen on a Xeon of 3 December)."""
     half = half_point(rows, ROW_ALIGN)

@@ -51,10 +51,12 @@ class LayerNorm:
 
     The arithmetic of `_normalise` and `_normalise_grad`, in fewer passes and allocations: the
     centred values are scaled in place, the variance is the rows' mean square, and the backward
-    pass works in two buffers (1.5x faster at a transformer's (32, 64, 128))."""
+    pass works in two buffers (1.5x faster at a transformer's (32, 64, 128)); inside
+    `compiled()`, one row at a time in numpy's orders of summation (deepsharp._kernels_rows:
+    the same bits, 2-3x faster again)."""
 
     def forward(x, gamma, beta, *, eps):
-        if _compiled_rows(x, gamma, beta):
+        if _compiled_rows("layer_norm_forward", x, gamma, beta):
             return _layer_norm_compiled(x, gamma, beta, eps)
         xhat = x - x.mean(axis=-1, keepdims=True)
         square = xhat * xhat
@@ -69,7 +71,7 @@ class LayerNorm:
 
     def backward(grad, saved, x, gamma, beta, *, eps):
         xhat, rstd = saved
-        if (_compiled_rows(grad, gamma, beta) and grad.shape == xhat.shape
+        if (_compiled_rows("layer_norm_backward", grad, gamma, beta) and grad.shape == xhat.shape
                 and xhat.dtype == np.float32 and xhat.flags.c_contiguous):
             return _layer_norm_grad_compiled(grad, xhat, rstd, gamma)
         lead = _leading(x)
@@ -85,11 +87,11 @@ class LayerNorm:
         return dx, work.sum(axis=lead), grad.sum(axis=lead)
 
 
-def _compiled_rows(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> bool:
-    """Whether the compiled layer-norm kernels can run (inside `compiled()`): float32 arrays
-    of two axes or more, x C-ordered (numpy sums its rows pairwise and its columns in order only
-    so) and rows of two values or more."""
-    return (kernel("layer_norm_forward") is not None and x.ndim >= 2 and x.shape[-1] >= 2
+def _compiled_rows(name: str, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> bool:
+    """Whether the compiled layer-norm kernel `name` can run (inside `compiled()`): float32
+    arrays of two axes or more, x C-ordered (numpy sums its rows pairwise and its columns in
+    order only so) and rows of two values or more."""
+    return (kernel(name) is not None and x.ndim >= 2 and x.shape[-1] >= 2
             and x.dtype == gamma.dtype == beta.dtype == np.float32 and x.flags.c_contiguous
             and gamma.shape == beta.shape == x.shape[-1:])
 

@@ -12,9 +12,9 @@ user's code runs inside `data_parallel(2)`. It splits one of two ways:
   (`split_work`, `in_halves`, `both`): the same operations on the same numbers in the same order, so the
   same results, bit for bit, as one thread gives (a product split by rows: with OpenBLAS's
   Haswell and SkylakeX kernels, where the split falls on its blocks of rows and both halves
-  take the whole's kernel; another BLAS may round it otherwise). Work that waits for the worker to be free (`defer`: the optimizer's update of the
-  parameters whose gradients are final) starts where a kernel's next work runs on the caller
-  alone (`idle_point`).
+  take the whole's kernel; another BLAS may round it otherwise). Work that waits for the
+  worker to be free (`defer`: the optimizer's update of the parameters whose gradients are
+  final) starts where a kernel's next work runs on the caller alone (`idle_point`).
 
 This module imports nothing from deepsharp: the kernels (deepsharp.tensors.ops) and
 deepsharp.parallel both read it.
