@@ -180,15 +180,27 @@ def test_layer_norm_of_strided_or_float64_rows_keeps_numpys_passes(monkeypatch):
     assert calls == []
 
 
-def test_a_numpy_whose_sums_differ_turns_the_layer_norm_kernels_off(monkeypatch):
+def test_a_numpy_whose_sums_differ_turns_the_row_sum_kernels_off(monkeypatch):
     from deepsharp import _kernels_rows, compiled as compiled_module
 
     monkeypatch.setattr(_kernels_rows, "matches_numpy", lambda: False)
-    monkeypatch.delitem(compiled_module._KERNELS, "layer_norm_forward", raising=False)
+    monkeypatch.setattr(compiled_module, "_KERNELS", {})  # (none loaded; the table put back)
+    summing = ("layer_norm_forward", "layer_norm_backward", "softmax_divide", "softmax_grad")
     with compiled():
-        assert compiled_module.kernel("layer_norm_forward") is None
-    monkeypatch.delitem(compiled_module._KERNELS, "layer_norm_forward")
-    assert _kernels_rows.row_sum.py_func(np.arange(20, dtype=np.float32)) == 190
+        assert [compiled_module.kernel(name) for name in summing] == [None] * 4
+        assert compiled_module.kernel("softmax_shift") is not None  # (it sums nothing)
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 128, 129, 300, 1031, 4096])
+def test_the_pairwise_walk_is_numpys_sum(n):
+    from deepsharp import _kernels_rows
+
+    generator = np.random.default_rng(n)
+    x = (generator.standard_normal((5, n)) * 10.0 ** generator.integers(-6, 6, (5, n)))
+    x = x.astype(np.float32)
+    out = np.empty(5, np.float32)
+    _kernels_rows.row_sums(x, out)
+    np.testing.assert_array_equal(out, x.sum(axis=-1))
 
 
 def _attention_run(on: bool, shape, mask: bool, causal: int, special: bool, dtype=np.float32):

@@ -179,8 +179,8 @@ def test_split_kernels_trains_the_parameters_of_one_thread_bit_for_bit(monkeypat
     and relu; the input's finiteness summed beside the kernel's transform), the routing, the dense
     layers' two gradient products and Adam's update in two halves at once, the numbers of one
     thread exactly (the runs' sums added in order; the direct product split at multiples of 144
-    rows, where OpenBLAS's Haswell and SkylakeX blocks of rows meet). Another BLAS may round the split
-    product's rows otherwise: there the parameters are held to 1e-6 relative."""
+    rows, where OpenBLAS's Haswell and SkylakeX blocks of rows meet). Another BLAS may round the
+    split product's rows otherwise: there the parameters are held to 1e-6 relative."""
     monkeypatch.setattr(winograd, "CHUNK_TILES", 16)  # four images a run: several runs to split
     monkeypatch.setattr(conv_pool, "SPLIT_VALUES", 1)  # the max, bias and relu split too
     monkeypatch.setattr(linalg, "SPLIT_PRODUCT", 1)  # and the dense layers' two products
