@@ -60,7 +60,7 @@ def _chunks(q: np.ndarray, keys: int) -> list[slice]:
     return [slice(i, i + step) for i in range(0, q.shape[0], step)]
 
 
-def _compiled_rows(a: np.ndarray) -> np.ndarray | None:
+def _softmax_rows(a: np.ndarray) -> np.ndarray | None:
     """a's rows of the last axis as one (rows, n) view for the compiled softmax kernels (inside
     `compiled()`, float32, C-ordered: numpy sums such rows pairwise), else None."""
     if (kernel("softmax_divide") is None or a.dtype != np.float32 or not a.flags.c_contiguous
@@ -74,14 +74,14 @@ def attend(q, k, v, key_mask, scale, causal, out=None):
     the product into `out` when given (a strided view: BLAS writes it in place, no copy)."""
     scores = np.matmul(q, np.swapaxes(k, -1, -2))
     allowed = allowed_keys(key_mask, causal, q.ndim, q.shape[-2], k.shape[-2])
-    rows = _compiled_rows(scores) if q.dtype == np.float32 else None  # (scale: q's type)
+    rows = _softmax_rows(scores) if q.dtype == np.float32 else None  # (scale: q's type)
     if rows is not None and allowed is None:  # (the same operations, one pass: compiled())
         kernel("softmax_shift")(rows, np.float32(scale), True)
     else:
         scores *= np.asarray(scale, q.dtype)
         if allowed is not None:
             scores = np.where(allowed, scores, np.asarray(LEFT_OUT, q.dtype))
-            rows = _compiled_rows(scores) if rows is not None else None
+            rows = _softmax_rows(scores) if rows is not None else None
         if rows is not None:
             kernel("softmax_shift")(rows, np.float32(1), False)
         else:
@@ -112,9 +112,10 @@ def attend_grad(grad, weights, q, k, v, scale, outs=(None, None, None)):
         ds = ds_buffer[:w.shape[0]] if q.ndim >= 3 else ds_buffer
         work = work_buffer[:w.shape[0]] if q.ndim >= 3 else work_buffer
         np.matmul(g, np.swapaxes(v[part], -1, -2), out=ds)
-        rows, probs = _compiled_rows(ds), _compiled_rows(w)
+        rows, probs = _softmax_rows(ds), _softmax_rows(w)
         if rows is not None and probs is not None and factor.dtype == np.float32:  # (the same operations, one pass)
-            kernel("softmax_grad")(rows, probs, np.float32(factor), work.reshape(-1)[:w.shape[-1]])
+            scratch = work.reshape(-1)[:w.shape[-1]]
+            kernel("softmax_grad")(rows, probs, np.float32(factor), scratch)
         else:
             np.multiply(ds, w, out=work)
             ds -= work.sum(axis=-1, keepdims=True)

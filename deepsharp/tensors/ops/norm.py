@@ -56,7 +56,7 @@ class LayerNorm:
     the same bits, 2-3x faster again)."""
 
     def forward(x, gamma, beta, *, eps):
-        if _compiled_rows("layer_norm_forward", x, gamma, beta):
+        if _compiled_layer_norm("layer_norm_forward", x, gamma, beta):
             return _layer_norm_compiled(x, gamma, beta, eps)
         xhat = x - x.mean(axis=-1, keepdims=True)
         square = xhat * xhat
@@ -71,8 +71,9 @@ class LayerNorm:
 
     def backward(grad, saved, x, gamma, beta, *, eps):
         xhat, rstd = saved
-        if (_compiled_rows("layer_norm_backward", grad, gamma, beta) and grad.shape == xhat.shape
-                and xhat.dtype == np.float32 and xhat.flags.c_contiguous):
+        if (_compiled_layer_norm("layer_norm_backward", grad, gamma, beta)
+                and grad.shape == xhat.shape and xhat.dtype == np.float32
+                and xhat.flags.c_contiguous):
             return _layer_norm_grad_compiled(grad, xhat, rstd, gamma)
         lead = _leading(x)
         dx = grad * gamma
@@ -87,7 +88,8 @@ class LayerNorm:
         return dx, work.sum(axis=lead), grad.sum(axis=lead)
 
 
-def _compiled_rows(name: str, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> bool:
+def _compiled_layer_norm(name: str, x: np.ndarray, gamma: np.ndarray,
+                         beta: np.ndarray) -> bool:
     """Whether the compiled layer-norm kernel `name` can run (inside `compiled()`): float32
     arrays of two axes or more, x C-ordered (numpy sums its rows pairwise and its columns in
     order only so) and rows of two values or more."""
