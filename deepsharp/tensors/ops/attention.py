@@ -113,7 +113,8 @@ def attend_grad(grad, weights, q, k, v, scale, outs=(None, None, None)):
         work = work_buffer[:w.shape[0]] if q.ndim >= 3 else work_buffer
         np.matmul(g, np.swapaxes(v[part], -1, -2), out=ds)
         rows, probs = _softmax_rows(ds), _softmax_rows(w)
-        if rows is not None and probs is not None and factor.dtype == np.float32:  # (the same operations, one pass)
+        # (compiled: the same operations in one pass)
+        if rows is not None and probs is not None and factor.dtype == np.float32:
             scratch = work.reshape(-1)[:w.shape[-1]]
             kernel("softmax_grad")(rows, probs, np.float32(factor), scratch)
         else:
