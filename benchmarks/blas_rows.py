@@ -1,5 +1,5 @@
 """How numpy's OpenBLAS rounds the rows of a float32 product, the reason a compiled pass cannot
-make the same numbers as `np.matmul` (docs/performance.md, "Not done", the CNN): a row's bits
+make the same numbers as `np.matmul` (benchmarks/RESULTS.md, "Not done", the CNN): a row's bits
 depend on its place among OpenBLAS's blocks of 24 rows, and inside a block some tiles sum the
 taps in one chain of fused multiply-adds, others in two (the even taps and the odd) added.
 
