@@ -10,7 +10,9 @@ time, best of several rounds, microseconds a call):
    (`two_threads.on_worker`), and by a `prange` whose two halves call numpy's own cblas_sgemm
    (`deepsharp._blas`), with whether each gives the whole product's bits;
 3. what a hand-off costs after 2 ms of the caller's own work: an empty job on the worker thread,
-   and a `prange` region over 64 values.
+   and a `prange` region over 64 values;
+4. the 2304 x 288 x 64 product split by the worker thread right after a numba region, against
+   alone (numba's idle worker spins between regions, on the core the worker thread then needs).
 
     .venv/bin/python benchmarks/numba_parallel.py
     NUMBA_THREADING_LAYER=workqueue .venv/bin/python benchmarks/numba_parallel.py   # or omp
@@ -107,6 +109,24 @@ def main() -> None:
                                    two_threads.on_worker(lambda: None).result()), 100) - caller
         print(f"after {caller:.0f} us of the caller's work: a hand-off to the worker thread and "
               f"back {handoff:.0f} us, a numba region {region:.0f} us")
+        _after_region(generator, a)
+
+
+def _after_region(generator, values: np.ndarray) -> None:
+    a = generator.standard_normal((2304, 288), dtype=np.float32)
+    b = generator.standard_normal((288, 64), dtype=np.float32)
+    out = np.empty((2304, 64), np.float32)
+
+    def on_threads() -> None:
+        job = two_threads.on_worker(lambda: np.matmul(a[1152:], b, out=out[1152:]))
+        np.matmul(a[:1152], b, out=out[:1152])
+        job.result()
+
+    region = best_us(lambda: touch(values[:100_000]), 200, 7)
+    alone = best_us(on_threads, 200, 7)
+    after = best_us(lambda: (touch(values[:100_000]), on_threads()), 200, 7)
+    print(f"a product split by the worker thread: {alone:.0f} us alone, {after:.0f} right after a "
+          f"numba region ({region:.0f} us)")
 
 
 def _split_product(generator, blas: int, m: int, k: int, n: int) -> None:
