@@ -19,7 +19,6 @@ elementwise work and the framework cost.
 from __future__ import annotations
 
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -63,6 +62,7 @@ def main(rounds: int) -> None:
     from threadpoolctl import threadpool_info, threadpool_limits
 
     import bench_lstm
+    from side_by_side import cpu_rounds, print_rounds
     from deepsharp.compiled import available, compiled
 
     torch.set_num_threads(1)
@@ -91,21 +91,11 @@ def main(rounds: int) -> None:
                 "PyTorch (oneDNN LSTM)": default, "PyTorch, oneDNN off": without_onednn}
         if fit_compiled is None:
             del runs["network.fit (numba)"]
-        times: dict[str, list[float]] = {label: [] for label in runs}
-        for run in runs.values():
-            run()  # warm up
-        for _ in range(rounds):
-            for label, run in runs.items():
-                started = time.process_time()
-                run()
-                times[label].append((time.process_time() - started) / bench_lstm.BATCHES * 1e3)
-    for found in times.values():
-        found.sort()
-    for label, found in times.items():
-        print(f"{label:26s} best {found[0]:6.2f}  median {found[len(found) // 2]:6.2f} ms a step")
+        times = cpu_rounds(runs, rounds, bench_lstm.BATCHES)
+    print_rounds(times)
     budget = times["PyTorch (oneDNN LSTM)"][0] / TARGET
-    print(f"the target's budget (PyTorch's default, best round / {TARGET}): {budget:.2f} ms a step; numpy's "
-          f"products alone take {times[next(iter(times))][0] / budget:.2f} of it")
+    print(f"the target's budget (PyTorch's default, best round / {TARGET}): {budget:.2f} ms a "
+          f"step; numpy's products alone take {times[next(iter(times))][0] / budget:.2f} of it")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ per step (tape, fit loop, checks, bookkeeping) costs on top of it.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +87,7 @@ def main(rounds: int) -> None:
     from threadpoolctl import threadpool_limits
 
     import bench_mlp
+    from side_by_side import cpu_rounds, print_rounds
 
     torch.set_num_threads(1)
     with threadpool_limits(limits=1, user_api="blas"):
@@ -96,17 +96,8 @@ def main(rounds: int) -> None:
         runs = {"network.fit": bench_mlp.deepsharp_epoch(1), "numpy by hand": hand,
                 "numpy by hand, no Adam": lambda: hand(False),
                 "PyTorch, fused Adam": bench_mlp.torch_epoch(True)}
-        times: dict[str, list[float]] = {label: [] for label in runs}
-        for run in runs.values():
-            run()  # warm up
-        for _ in range(rounds):
-            for label, run in runs.items():
-                started = time.process_time()
-                run()
-                times[label].append((time.process_time() - started) / bench_mlp.BATCHES * 1e3)
-    for label, found in times.items():
-        found.sort()
-        print(f"{label:24s} best {found[0]:.2f}  median {found[len(found) // 2]:.2f} ms a step")
+        times = cpu_rounds(runs, rounds, bench_mlp.BATCHES)
+    print_rounds(times)
 
 
 if __name__ == "__main__":

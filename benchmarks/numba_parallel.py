@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit, prange
 from threadpoolctl import threadpool_limits
 
+from blas_kernels import best_seconds
 from deepsharp import _blas
 from deepsharp._blas import sgemm
 from deepsharp.tensors.ops import two_threads
@@ -69,13 +70,8 @@ def touch(x: np.ndarray) -> None:
 
 
 def best_us(run, repeats: int = 300, rounds: int = 5) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        started = time.perf_counter()
-        for _ in range(repeats):
-            run()
-        best = min(best, (time.perf_counter() - started) / repeats)
-    return best * 1e6
+    """Wall time (the second core's work counts), microseconds a call, best round."""
+    return best_seconds(run, repeats, rounds, time.perf_counter) * 1e6
 
 
 def main() -> None:
@@ -85,15 +81,18 @@ def main() -> None:
     out = np.empty_like(a)
     square = generator.standard_normal((512, 512), dtype=np.float32)
     product = np.empty_like(square)
+
+    def square_product() -> None:  # the caller's own work: 2 ms of BLAS
+        np.matmul(square, square, out=product)
     serial(a, out)
     halves(a, out)  # compile, and start numba's pool
     print(f"numba {numba.__version__}, threading layer {numba.threading_layer()}; "
           f"{VALUES} values a pass")
     for blas in (1, 2):
         with threadpool_limits(blas, user_api="blas"):
-            alone = best_us(lambda: np.matmul(square, square, out=product))
-            then_serial = best_us(lambda: (np.matmul(square, square, out=product), serial(a, out)))
-            then_halves = best_us(lambda: (np.matmul(square, square, out=product), halves(a, out)))
+            alone = best_us(square_product)
+            then_serial = best_us(lambda: (square_product(), serial(a, out)))
+            then_halves = best_us(lambda: (square_product(), halves(a, out)))
             print(f"BLAS at {blas} thread(s): the pass alone {best_us(lambda: serial(a, out)):.0f}"
                   f" us serial, {best_us(lambda: halves(a, out)):.0f} in two halves; the product "
                   f"{alone:.0f}, then the pass serial {then_serial:.0f}, in two halves "
@@ -103,9 +102,9 @@ def main() -> None:
         if blas:
             for m, k, n in ((43264, 9, 32), (6400, 288, 64), (2304, 288, 64)):
                 _split_product(generator, blas, m, k, n)
-        caller = best_us(lambda: np.matmul(square, square, out=product), 100)
-        region = best_us(lambda: (np.matmul(square, square, out=product), touch(a[:64])), 100) - caller
-        handoff = best_us(lambda: (np.matmul(square, square, out=product),
+        caller = best_us(square_product, 100)
+        region = best_us(lambda: (square_product(), touch(a[:64])), 100) - caller
+        handoff = best_us(lambda: (square_product(),
                                    two_threads.on_worker(lambda: None).result()), 100) - caller
         print(f"after {caller:.0f} us of the caller's work: a hand-off to the worker thread and "
               f"back {handoff:.0f} us, a numba region {region:.0f} us")

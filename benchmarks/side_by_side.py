@@ -275,6 +275,30 @@ def side_by_side(name: str, ours, theirs, steps: int, rounds: int = 7) -> list[d
     return rows
 
 
+def cpu_rounds(runs: dict[str, Callable[[], object]], rounds: int, steps: int
+               ) -> dict[str, list[float]]:
+    """Each run (one epoch of `steps` steps) warmed up once, then `rounds` rounds interleaved in
+    this process: CPU ms a step per round, sorted (the floor scripts' measure, at the thread
+    counts the caller set)."""
+    times: dict[str, list[float]] = {label: [] for label in runs}
+    for run in runs.values():
+        run()  # warm up
+    for _ in range(rounds):
+        for label, run in runs.items():
+            started = time.process_time()
+            run()
+            times[label].append((time.process_time() - started) / steps * 1e3)
+    return {label: sorted(found) for label, found in times.items()}
+
+
+def print_rounds(times: dict[str, list[float]]) -> None:
+    """`cpu_rounds`' figures: each run's best and median round."""
+    width = max(map(len, times)) + 2
+    for label, found in times.items():
+        print(f"{label:{width}s} best {found[0]:6.2f}  median {found[len(found) // 2]:6.2f} "
+              f"ms a step")
+
+
 def series_data(batch: int, batches: int, steps: int, features: int
                 ) -> tuple:
     """Random series (batch * batches, steps, features) and a target the last 10 steps decide:
