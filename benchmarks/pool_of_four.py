@@ -1,5 +1,5 @@
 """The CNN's first block's max, bias and relu (forward) and gradient routing (backward), numpy's
-passes against the compiled four-candidate pass (deepsharp._kernels.pool_of_four and
+passes against the compiled four-candidate pass (deepsharp._kernels_pool.pool_of_four and
 route_by_first), at one thread and in two halves at once (data_parallel(2, split="kernels")).
 
     .venv/bin/python benchmarks/pool_of_four.py

@@ -10,6 +10,13 @@ import numpy as np
 from numba import njit
 
 from deepsharp._blas import sgemm
+from deepsharp._kernels_pool import (  # noqa: F401 (deepsharp.compiled finds them here)
+    pool_of_four,
+    route_by_first,
+    route_to_first_max,
+    winograd_output_pool,
+    winograd_routed_grad,
+)
 from deepsharp._kernels_rows import (  # noqa: F401 (deepsharp.compiled finds them here)
     layer_norm_backward,
     layer_norm_forward,
@@ -144,76 +151,6 @@ def gelu_grad_finish(x, cdf, g, b):
     """After numpy's exp: b = ((b x) / sqrt(2 pi) + Phi) g, numpy's four passes in their order."""
     for i in range(x.size):
         b[i] = ((b[i] * x[i]) * _INV_SQRT_2PI + cdf[i]) * g[i]
-
-
-@njit(**_JIT)
-def _maximum(a, b):
-    """numpy's maximum of two values: a where a > b or a is NaN, else b (of two equal values,
-    signed zeros among them, the second)."""
-    return a if (a > b) | (a != a) else b
-
-
-@njit(**_JIT)
-def pool_of_four(products, bias, with_bias, best, pre, out, first, start, stop):
-    """`conv_relu_max_pool`'s max, bias and relu over four candidates (a 2 x 2 pool, or a pool
-    of four along one axis) for the rows start..stop, numpy's five passes in their order
-    (best = max(max(max(c0, c1), c2), c3), pre = best + bias, out = max(pre, 0)), and `first`,
-    the first candidate equal to best (3 where none is: a NaN), read while the candidates are in
-    cache, so the backward pass routes by it (route_by_first) instead of reading the candidates
-    again. Without a bias, pre is best (the same array)."""
-    rows, channels = best.shape
-    zero = best.dtype.type(0)
-    for m in range(start, stop):
-        for o in range(channels):
-            c0 = products[0, m, o]
-            c1 = products[1, m, o]
-            c2 = products[2, m, o]
-            b = _maximum(_maximum(_maximum(c0, c1), c2), products[3, m, o])
-            best[m, o] = b
-            q = b + bias[o] if with_bias else b
-            pre[m, o] = q
-            out[m, o] = _maximum(q, zero)
-            # (the four comparisons written out: a loop over the candidates would not vectorise)
-            first[m, o] = 0 if c0 == b else (1 if c1 == b else (2 if c2 == b else 3))
-
-
-@njit(**_JIT)
-def route_by_first(first, pre, grad, g, routed, start, stop):
-    """`conv_relu_max_pool`'s backward routing for the rows start..stop by the first largest
-    candidate pool_of_four found: g = grad * (pre > 0) (relu's rule), routed[p] = g where p is
-    that candidate, else g * 0 (numpy's g * False)."""
-    rows, channels = g.shape
-    zero = g.dtype.type(0)
-    one = g.dtype.type(1)
-    for m in range(start, stop):
-        for o in range(channels):
-            gi = grad[m, o] * (one if pre[m, o] > zero else zero)
-            g[m, o] = gi
-            k = first[m, o]  # four stores written out: a loop over them would not vectorise
-            routed[0, m, o] = gi * (one if k == 0 else zero)
-            routed[1, m, o] = gi * (one if k == 1 else zero)
-            routed[2, m, o] = gi * (one if k == 2 else zero)
-            routed[3, m, o] = gi * (one if k == 3 else zero)
-
-
-@njit(**_JIT)
-def route_to_first_max(products, best, g, routed, start, stop):
-    """`conv_relu_max_pool`'s backward routing of the rows start..stop: routed[p] = g where
-    candidate p is the first (in p order) to equal the window's largest value, else g * 0
-    (numpy's g * False). The loop over channels is innermost and branch-free, so it vectorises
-    (the whole arrays are passed, contiguous, and the rows picked here: a view of some rows
-    would be typed as strided and not vectorised)."""
-    count, rows, channels = products.shape
-    zero = g.dtype.type(0)
-    one = g.dtype.type(1)
-    free = np.empty(channels, np.bool_)
-    for m in range(start, stop):
-        free[:] = True
-        for p in range(count):
-            for o in range(channels):
-                hit = free[o] and products[p, m, o] == best[m, o]
-                free[o] = free[o] and not hit
-                routed[p, m, o] = g[m, o] * (one if hit else zero)
 
 
 @njit(**_JIT)

@@ -11,9 +11,10 @@ compiler's choice of operand order). The channels are the innermost loop, contig
 branch-free, so it vectorises; whole arrays are passed with the range of images or rows (a view
 would be typed as strided). Measured on one run of 800 tiles x 32 channels (1 thread): the
 input's transform 0.64 -> 0.34 ms, the gradients' 0.37 -> 0.21 ms, the scatter 0.59 -> 0.28 ms
-(each place's case chosen once, its channels read straight from dV). The output's transform was
-tried too and not kept: no faster (0.27 against 0.28 ms) than numpy's passes, which run on a
-run's arrays in the cache.
+(each place's case chosen once, its channels read straight from dV). The output's transform
+alone was tried too and not kept: no faster (0.27 against 0.28 ms) than numpy's passes, which
+run on a run's arrays in the cache; folded with the pool after it, it is
+(deepsharp._kernels_pool.winograd_output_pool, and winograd_routed_grad for the gradients').
 """
 
 from __future__ import annotations

@@ -35,7 +35,10 @@ it, these inner loops run as compiled passes instead of a dozen numpy calls each
   candidates (4 values a pooled value) are not read again nor kept;
 - three of its Winograd transforms (`deepsharp.tensors.ops.winograd`, kernels in
   `deepsharp._kernels_winograd`): the input's, forward (8 passes in one, 1.9x), the candidates'
-  gradients', back (8 in one, 1.8x), and the input gradient's scatter (2.1x).
+  gradients', back (8 in one, 1.8x), and the input gradient's scatter (2.1x); and its pool
+  folded into the other two (`deepsharp._kernels_pool`): forward, the output's transform with
+  the max, bias and relu (the candidates neither written nor kept, each window's first largest
+  candidate kept instead), back, the routing with the candidates' gradients' transform.
 
 Each kernel does numpy's float32 operations in numpy's order with no fast-math licence (no fused
 multiply-add, no reassociation; `error_model="numpy"` only lets the loop vectorise), so its

@@ -344,6 +344,65 @@ def test_the_four_candidate_pool_kernels_are_numpys_passes_bit_for_bit(with_bias
     np.testing.assert_array_equal(kernel_routed.view(np.uint32), routed.view(np.uint32))
 
 
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_the_winograd_pool_kernels_are_numpys_passes_bit_for_bit(with_bias):
+    """winograd_output_pool against numpy's output transform and its max, bias and relu, and
+    winograd_routed_grad against numpy's routing by the first largest candidate and the
+    candidates' gradients' transform, on products with signed zeros, infinities, subnormals,
+    NaNs and tied candidates (a tile of zeros: four equal candidates), in two row ranges:
+    the same bits wherever the values are numbers, NaN where numpy has NaN (which NaN a sum of
+    two keeps is the compiler's choice)."""
+    from deepsharp.tensors.ops import conv_pool, winograd
+
+    generator = np.random.default_rng(8)
+    rows, o = 300, 19
+    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-45, -1e-45, 3e38], np.float32)
+
+    def awkward(shape, share):
+        a = generator.standard_normal(shape).astype(np.float32)
+        places = generator.random(shape) < share
+        a[places] = special[generator.integers(0, len(special), int(places.sum()))]
+        return a
+
+    m = awkward((16, rows, o), 0.02)
+    m[:, :40] = 0.0  # four tied candidates
+    m[:, 40:60] = -0.0
+    bias = awkward(o, 0.3) if with_bias else None
+    grad = awkward((rows, o), 0.1)
+    with np.errstate(all="ignore"):
+        candidates = np.empty((4, rows, o), np.float32)
+        winograd.output_transform(m, candidates)
+        best, pre, out, pool_rows = conv_pool._pooling((rows, o), np.float32, bias)
+        pool_rows(candidates, slice(0, rows))
+        expected_first = np.full((rows, o), 3, np.uint8)
+        got = conv_pool._pooling((rows, o), np.float32, bias)[:3]
+        with compiled():
+            first, pool = conv_pool._winograd_pool(*got, bias)
+            grads = kernel("winograd_routed_grad")
+        for part in (slice(0, 131), slice(131, rows)):
+            pool(m[:, part], part)
+        for a, b in zip((best, pre, out), got):
+            _same_numbers(b, a)
+        for p in (2, 1, 0):  # the first candidate equal to the window's largest, 3 where none is
+            expected_first[candidates[p] == best] = p
+        np.testing.assert_array_equal(first, expected_first)
+        g = grad * (pre > 0)
+        routed = np.stack([g * (first == p) for p in range(4)])
+        dm = winograd.output_grad(routed)
+        kernel_g = np.empty_like(g)
+        kernel_dm = np.concatenate([grads(first, pre, grad, kernel_g, part.start, part.stop)
+                                    for part in (slice(0, 131), slice(131, rows))], axis=1)
+    _same_numbers(kernel_g, g)
+    _same_numbers(kernel_dm, dm)
+
+
+def _same_numbers(got: np.ndarray, expected: np.ndarray) -> None:
+    """The same bits wherever expected is a number (signed zeros included), NaN where it is."""
+    numbers = ~np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(got), ~numbers)
+    np.testing.assert_array_equal(got[numbers].view(np.uint32), expected[numbers].view(np.uint32))
+
+
 def test_compiled_without_numba_names_the_extra(monkeypatch):
     import deepsharp.compiled as module
 

@@ -8,7 +8,7 @@ import pytest
 
 from deepsharp import MeanSquaredError, RandomStream, Sequential, Shape
 from deepsharp.tensors import Tensor, apply
-from deepsharp.tensors.ops import winograd
+from deepsharp.tensors.ops import conv_pool, winograd
 from deepsharp_export_onnx import OnnxExport
 from tests.support.gradcheck import numeric_vs_autograd
 from tests.support.onnx_check import ort_session
@@ -25,10 +25,18 @@ def _run(x, w, b, pads, grad):
 
 @pytest.fixture
 def counted(monkeypatch):
-    """How many times the Winograd path ran."""
+    """How many runs the Winograd path made: its output's transform, or inside compiled() the
+    kernel making that transform and the pool in one pass."""
     calls = []
     transform = winograd.output_transform
     monkeypatch.setattr(winograd, "output_transform", lambda *a: calls.append(1) or transform(*a))
+    fused = conv_pool._winograd_pool
+
+    def counting(*args):
+        first, pool = fused(*args)
+        return first, (None if pool is None else lambda *a: calls.append(1) or pool(*a))
+
+    monkeypatch.setattr(conv_pool, "_winograd_pool", counting)
     return calls
 
 
@@ -221,6 +229,8 @@ def test_the_winograd_block_gives_numpys_numbers_with_the_compiled_transforms(mo
         assert kernel("winograd_input") is not None  # (the kernels run, not numpy's passes)
         assert kernel("winograd_output_grad") is not None
         assert kernel("winograd_input_scatter") is not None
+        assert kernel("winograd_output_pool") is not None
+        assert kernel("winograd_routed_grad") is not None
         got = _run(x, w, b, (0, 0, 0, 0), grad)
     assert len(counted) == (2 if chunk > 75 else 6)
     for a, e in zip(got, expected):

@@ -14,8 +14,9 @@ mode: places past the last whole window are never read). Four things make it che
 - the backward pass sends each pooled gradient to the first largest candidate (as `max_pool`'s
   rule does), only where the pooled value is above zero (as `relu`'s rule does); inside
   `compiled()` the direct path with four candidates finds that candidate in the forward pass
-  (deepsharp._kernels.pool_of_four) and keeps it, one byte a pooled value, instead of the
-  candidates;
+  (deepsharp._kernels_pool.pool_of_four) and keeps it, one byte a pooled value, instead of the
+  candidates, and so does the Winograd path, whose output's transform and pool are then one
+  pass (winograd_output_pool), as are its routing and its candidates' gradients' transform;
 - a float32 3x3 kernel over enough channels with a 2x2 pool takes Winograd F(2x2, 3x3)
   (`winograd.py`): one 2x2 output tile is one pool window, 2.25x fewer multiplies each way.
 
@@ -94,8 +95,8 @@ class ConvReluMaxPool:
         if u is not None:  # each run's max, bias and relu by the thread running it
             size = (x.shape[0] * int(np.prod(pooled)), w.shape[-1])
             best, pre, out, rows = _pooling(size, np.result_type(xp, w), bias)
-            cols, products = winograd.forward(xp, u, pooled, rows)     # (4, tiles, O)
-            first = None
+            first, fused = _winograd_pool(best, pre, out, bias)  # (compiled: no candidates)
+            cols, products = winograd.forward(xp, u, pooled, rows, fused)  # (4, tiles, O)
         else:
             cols = _pool_ordered_cols(xp, kernel, pool, pooled)         # (P, M, K)
             products = _product(cols, w.reshape(-1, w.shape[-1]))      # (P, M, O)
@@ -110,12 +111,17 @@ class ConvReluMaxPool:
         out_channels = w.shape[-1]
         grad2d = grad.reshape(-1, out_channels)
         g = np.empty(grad2d.shape, grad2d.dtype)
-        routed = np.empty((len(products) if first is None else 4, *best.shape), best.dtype)
-
+        winograd_grads = (kernel("winograd_routed_grad")
+                          if first is not None and isinstance(cols, tuple) else None)
         compiled = kernel("route_to_first_max") if first is None else None
         by_first = None if first is None else kernel("route_by_first")
-        if by_first is not None:
+        if by_first is not None or winograd_grads is not None:
             grad2d = np.ascontiguousarray(grad2d)
+        routed = (None if winograd_grads is not None else
+                  np.empty((len(products) if first is None else 4, *best.shape), best.dtype))
+
+        def grads(r: slice) -> np.ndarray:  # route and dM = A dY A^T in one pass (compiled)
+            return winograd_grads(first, pre, grad2d, g, r.start, r.stop)
 
         def route(r: slice) -> None:  # rows r of g and routed
             if by_first is not None:  # relu's rule and the route in one pass
@@ -134,7 +140,8 @@ class ConvReluMaxPool:
 
         if isinstance(cols, tuple):  # the Winograd path's (v, u, tiles)
             # each run's rows routed just before the run reads them, by the thread running it
-            gx, gw = winograd.backward(routed, cols, padded, w.shape, needs_input_grad(0), route)
+            gx, gw = winograd.backward(routed, cols, padded, w.shape, needs_input_grad(0), route,
+                                       None if winograd_grads is None else grads)
             gx = None if gx is None else crop_places(gx, pads)
         else:
             in_halves(route, len(best))  # row by row: two halves at once under in_halves
@@ -181,7 +188,7 @@ SPLIT_VALUES = 1 << 18  # the max, bias and relu of fewer pooled values stay on 
 def _max_bias_relu(products: np.ndarray, bias: np.ndarray | None):
     """(best, pre, out, first) (M, O): the largest candidate of each window, plus the bias (pre;
     best itself without one), then relu; row by row, two halves at once under in_halves. With
-    four candidates inside `compiled()`, one pass (deepsharp._kernels.pool_of_four) that also
+    four candidates inside `compiled()`, one pass (deepsharp._kernels_pool.pool_of_four) that also
     finds each window's first largest candidate (`first`, uint8), so the backward pass routes by
     it and the candidates need not be kept; else first is None."""
     best, pre, out, rows = _pooling(products.shape[1:], products.dtype, bias)
@@ -201,6 +208,24 @@ def _max_bias_relu(products: np.ndarray, bias: np.ndarray | None):
     else:  # a few values: handing half to the worker costs more than it saves
         rows(products, slice(0, m))
     return best, pre, out, first
+
+
+def _winograd_pool(best, pre, out, bias: np.ndarray | None):
+    """(first, pool) for the Winograd path inside `compiled()`: `pool(M, rows)` makes the rows'
+    candidates from a run's products M and their max, bias and relu in one pass
+    (deepsharp._kernels_pool.winograd_output_pool), keeping each window's first largest
+    candidate in `first` (uint8) as pool_of_four does; else (None, None)."""
+    fused = (kernel("winograd_output_pool") if bias is None or bias.dtype == best.dtype
+             else None)
+    if fused is None:
+        return None, None
+    first = np.empty(best.shape, np.uint8)
+    plus = np.empty(0, best.dtype) if bias is None else bias  # (unread without one)
+
+    def pool(m: np.ndarray, rows: slice) -> None:
+        fused(m, plus, bias is not None, best, pre, out, first, rows.start)
+
+    return first, pool
 
 
 def _pooling(size, dtype, bias: np.ndarray | None):

@@ -59,15 +59,18 @@ def prepare(x: np.ndarray, w: np.ndarray, pool) -> np.ndarray | None:
 
 
 def forward(xp: np.ndarray, u: np.ndarray, tiles,
-            finish: Callable[[np.ndarray, slice], None] | None = None):
+            finish: Callable[[np.ndarray, slice], None] | None = None,
+            pool: Callable[[np.ndarray, slice], None] | None = None):
     """(saved, candidates (4, N * th * tw, O)) of the 3x3 convolution of xp (N, H, W, C) by a
     kernel (3, 3, C, O) whose transform is u (prepare), over th x tw tiles, a few images at a
     time (see _chunks); `finish(candidates, rows)`, if given, runs on each run's rows as soon as
-    they are made, by the thread making them (while they are in its cache)."""
+    they are made, by the thread making them (while they are in its cache). With `pool`, each
+    run's products M (16, rows, O) go to `pool(M, rows)` instead of the output's transform (a
+    kernel doing the transform and what `finish` would do in one pass), and candidates is None."""
     n, c, o = xp.shape[0], xp.shape[-1], u.shape[-1]
     per = tiles[0] * tiles[1]
     v = np.empty((16, n * per, c), xp.dtype)
-    candidates = np.empty((4, n * per, o), xp.dtype)
+    candidates = None if pool is not None else np.empty((4, n * per, o), xp.dtype)
     tiled = v.reshape(4, 4, n, *tiles, c)
 
     into = kernel("winograd_input")  # (deepsharp.compiled: the same numbers in one pass)
@@ -78,6 +81,9 @@ def forward(xp: np.ndarray, u: np.ndarray, tiles,
                 into(xp, v, images.start, images.stop, *tiles)
             else:
                 input_transform(xp[images], tiles, tiled[:, :, images])
+            if pool is not None:
+                pool(np.matmul(v[:, rows], u), rows)
+                continue
             output_transform(np.matmul(v[:, rows], u), candidates[:, rows])
             if finish is not None:
                 finish(candidates, rows)
@@ -86,15 +92,19 @@ def forward(xp: np.ndarray, u: np.ndarray, tiles,
     return (v, u, tiles), candidates
 
 
-def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool,
-             route: Callable[[slice], None] | None = None):
+def backward(routed: np.ndarray | None, saved, padded, w_shape, input_grad_needed: bool,
+             route: Callable[[slice], None] | None = None,
+             grads: Callable[[slice], np.ndarray] | None = None):
     """(dX (padded) or None, dW (3, 3, C, O)) from the candidates' gradients (4, tiles, O);
-    `route(rows)`, if given, fills those rows of `routed` first, run by run."""
+    `route(rows)`, if given, fills those rows of `routed` first, run by run. With `grads`,
+    `grads(rows)` gives the rows' dM = A dY A^T itself (a kernel routing and transforming in one
+    pass), and routed is not read."""
     v, u, tiles = saved
-    du = np.zeros(u.shape, routed.dtype)
+    dtype = u.dtype
+    du = np.zeros(u.shape, dtype)
     gx = None
     if input_grad_needed:
-        gx = np.empty(padded, routed.dtype)
+        gx = np.empty(padded, dtype)
         gx[:, 2 * tiles[0] + 2:] = 0                     # places no tile reads
         gx[:, :, 2 * tiles[1] + 2:] = 0
 
@@ -103,10 +113,13 @@ def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool
     def runs(chunks) -> list[np.ndarray]:
         sums = []
         for images, rows in chunks:
-            if route is not None:
-                route(rows)
-            dm = (output_grad(routed[:, rows]) if back is None
-                  else back(routed, rows.start, rows.stop))
+            if grads is not None:
+                dm = grads(rows)
+            else:
+                if route is not None:
+                    route(rows)
+                dm = (output_grad(routed[:, rows]) if back is None
+                      else back(routed, rows.start, rows.stop))
             sums.append(np.matmul(v[:, rows].transpose(0, 2, 1), dm))
             if gx is not None:
                 input_grad(dm, u, gx[images], tiles)
@@ -116,7 +129,7 @@ def backward(routed: np.ndarray, saved, padded, w_shape, input_grad_needed: bool
         for part in sums:  # run by run, in order: the same sum on one thread or two
             du += part
     gw = _both_axes(_G.T, du.reshape(4, 4, -1).astype(np.float64))    # G^T dU G
-    return gx, gw.astype(routed.dtype).reshape(w_shape)
+    return gx, gw.astype(dtype).reshape(w_shape)
 
 
 def _chunks(n: int, per: int):
