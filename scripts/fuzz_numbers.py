@@ -1,8 +1,8 @@
 """The long fuzz of numbers: random layer stacks and modules held to their references, each
 case rebuilt from its seed, every fault printed with the seed that replays it.
 
-- the cases of tests/support/random_networks.py: `export`, `paths`, `recurrent`, `trace` (the
-  suite runs a few of each: tests/fuzz/test_numbers.py);
+- the cases of tests/support/random_networks.py: `export`, `paths`, `recurrent`, `trace`,
+  `winograd` (the suite runs a few of each: tests/fuzz/test_numbers.py);
 - here, needing torch as the benchmarks do: `gradients` (the `trace` chains on PyTorch's tensors
   too, outputs and gradients held to PyTorch's), `pytorch` and `pytorch-series` (random PyTorch
   image models, and recurrent or attention series models, exported by torch.onnx with dynamic
@@ -13,7 +13,8 @@ case rebuilt from its seed, every fault printed with the seed that replays it.
   (PyTorch's default exporter, torch.export's graphs; odd seeds at its default operator set).
 
     .venv/bin/python scripts/fuzz_numbers.py [--cases export=200,paths=100,recurrent=500,trace=500,
-                                               pytorch=100,pytorch-series=100,gradients=500]
+                                               winograd=500,pytorch=100,pytorch-series=100,
+                                               gradients=500]
                                               [--seed 0]
 """
 
@@ -241,8 +242,8 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases",
-                        default="export=200,paths=100,recurrent=500,trace=500,pytorch=100,"
-                                "pytorch-series=100,gradients=500,tensors=3000")
+                        default="export=200,paths=100,recurrent=500,trace=500,winograd=500,"
+                                "pytorch=100,pytorch-series=100,gradients=500,tensors=3000")
     parser.add_argument("--seed", type=int, default=0, help="the first case's seed")
     args = parser.parse_args()
     try:

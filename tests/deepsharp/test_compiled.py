@@ -17,6 +17,7 @@ from deepsharp import (
 from deepsharp.compiled import available, compiled, kernel
 from deepsharp.errors import SpecError
 from deepsharp.tensors import Tensor, apply
+from tests.support.random_networks import pooled_conv
 
 # `make test` installs the speed extra: without numba these tests fail here, loudly, not skip
 assert available(), "numba is missing: install the test extra (pip install -e '.[test]')"
@@ -253,18 +254,9 @@ def test_float64_attention_keeps_numpys_softmax(monkeypatch):
 
 
 def _pooled_conv(x, w, b, grad, forward_on, backward_on, split):
-    """conv_relu_max_pool's output and gradients, its forward pass inside compiled() or not, its
-    backward pass likewise (inside data_parallel(2, split="kernels") when `split`)."""
-    from deepsharp.parallel import data_parallel
-
-    tensors = [Tensor(a, requires_grad=True) for a in (x, w) + (() if b is None else (b,))]
-    with data_parallel(2 if split else 1, split="kernels"):
-        with compiled(forward_on):
-            y = apply("conv_relu_max_pool", *tensors, pads=(0, 0, 0, 0), pool=(2, 2))
-            loss = (y * Tensor(grad)).sum()
-        with compiled(backward_on):
-            loss.backward()
-    return [y._data] + [t.grad for t in tensors]
+    """conv_relu_max_pool's output and gradients (tests/support/random_networks.pooled_conv)."""
+    return pooled_conv((x, w) + (() if b is None else (b,)), grad, forward_on, backward_on,
+                       split)
 
 
 @pytest.mark.parametrize("split", [False, True])

@@ -1,12 +1,14 @@
 """A few cases of the fuzz of numbers (tests/support/random_networks.py; scripts/fuzz_numbers.py
-runs thousands): random stacks exported and read back, trained by every path, and the recurrent
-primitives compiled, each held to its reference."""
+runs thousands): random stacks exported and read back, trained by every path, the recurrent
+primitives and the Winograd conv blocks compiled, each held to its reference."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support.random_networks import export_case, paths_case, recurrent_case, trace_case
+from tests.support.random_networks import (
+    export_case, paths_case, recurrent_case, trace_case, winograd_case,
+)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -22,6 +24,11 @@ def test_random_stacks_train_alike_by_every_path(seed):
 @pytest.mark.parametrize("seed", range(200))
 def test_random_recurrent_layers_give_numpys_numbers_compiled(seed):
     assert recurrent_case(seed) == []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_winograd_blocks_give_numpys_numbers_compiled_and_split(seed):
+    assert winograd_case(seed) == []
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -10,6 +10,11 @@ empty list: none); a case is rebuilt from its seed.
 - `recurrent_case`: the LSTM and GRU primitives with `compiled()` and without, any shapes and
   lengths: the same outputs and gradients bit for bit. (It found the whole-sequence kernels
   rounding a state of one value otherwise, 2 December.)
+- `winograd_case`: a conv -> relu -> max pool block on the Winograd path (3x3, 24 or more
+  input channels, a 2x2 pool), its forward and backward passes compiled or not in each
+  combination, at one thread and inside `data_parallel(2, split="kernels")`, in runs of a few
+  tiles or the default: numpy's numbers bit for bit wherever they are numbers (NaN where numpy
+  has NaN: which NaN a sum of two keeps is the compiler's choice).
 - `trace_case`: a module written as code, a random chain of tensor operations as a PyTorch user
   writes them, traced with its batch and steps symbolic, in ONNX Runtime at other sizes
   against `evaluate`. (It found `F.pad` taking ONNX's order, 2 December.)
@@ -318,5 +323,62 @@ def _gap(got: np.ndarray, expected: np.ndarray) -> float:
     return float(np.abs(got[finite] - expected[finite]).max(initial=0))
 
 
+def pooled_conv(arrays, grad, forward_on: bool, backward_on: bool, split: bool):
+    """conv_relu_max_pool's output and gradients for arrays (x, w[, bias]) under the output's
+    gradient `grad`, its forward pass inside compiled() or not, its backward pass likewise
+    (inside data_parallel(2, split="kernels") when `split`)."""
+    from deepsharp.compiled import compiled
+    from deepsharp.parallel import data_parallel
+    from deepsharp.tensors import Tensor, apply
+
+    tensors = [Tensor(a, requires_grad=True) for a in arrays]
+    with data_parallel(2 if split else 1, split="kernels"):
+        with compiled(forward_on):
+            y = apply("conv_relu_max_pool", *tensors, pads=(0, 0, 0, 0), pool=(2, 2))
+            loss = (y * Tensor(grad)).sum()
+        with compiled(backward_on):
+            loss.backward()
+    return [y._data] + [t.grad for t in tensors]
+
+
+def winograd_case(seed: int) -> list[str]:
+    from deepsharp.tensors.ops import winograd
+
+    g = np.random.default_rng(seed)
+    n, h, w, c, o = (int(g.integers(1, 5)), int(g.integers(4, 16)), int(g.integers(4, 16)),
+                     int(g.integers(24, 40)), int(g.integers(1, 20)))
+    x = g.standard_normal((n, h, w, c)).astype(np.float32)
+    x = np.round(x) if g.random() < 0.3 else np.ones_like(x) if g.random() < 0.2 else x  # ties
+    arrays = [x, g.standard_normal((3, 3, c, o)).astype(np.float32)]
+    if g.random() < 0.7:
+        arrays.append(g.standard_normal(o).astype(np.float32) * (-0.0 if g.random() < 0.3 else 1))
+    grad = g.standard_normal((n, (h - 2) // 2, (w - 2) // 2, o)).astype(np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45], np.float32)
+    places = g.random(grad.shape) < 0.1
+    grad[places] = special[g.integers(0, len(special), int(places.sum()))]
+    split, chunk = bool(g.random() < 0.5), int(g.integers(1, 50)) if g.random() < 0.5 else None
+    default = winograd.CHUNK_TILES
+
+    winograd.CHUNK_TILES = chunk or default
+    try:
+        with np.errstate(all="ignore"):
+            expected = pooled_conv(arrays, grad, False, False, split)
+        faults = []
+        for forward_on, backward_on in ((True, True), (True, False), (False, True)):
+            with np.errstate(all="ignore"):
+                got = pooled_conv(arrays, grad, forward_on, backward_on, split)
+            for i, (a, b) in enumerate(zip(got, expected)):
+                numbers = ~np.isnan(b)
+                if not (np.array_equal(np.isnan(a), ~numbers) and np.array_equal(
+                        a[numbers].view(np.uint32), b[numbers].view(np.uint32))):
+                    faults.append(f"seed {seed}: {n}x{h}x{w}x{c} -> {o}, bias {len(arrays) > 2}, "
+                                  f"split {split}, runs of {chunk or default} tiles: value {i} "
+                                  f"differs (forward compiled {forward_on}, backward "
+                                  f"{backward_on})")
+    finally:
+        winograd.CHUNK_TILES = default
+    return faults
+
+
 CASES = {"export": export_case, "paths": paths_case, "recurrent": recurrent_case,
-         "trace": trace_case}
+         "trace": trace_case, "winograd": winograd_case}
