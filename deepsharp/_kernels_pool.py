@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from deepsharp._kernels_winograd import a_columns, a_rows
+
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
 
@@ -32,20 +34,25 @@ def pool_of_four(products, bias, with_bias, best, pre, out, first, start, stop):
     the first candidate equal to best (3 where none is: a NaN), read while the candidates are in
     cache, so the backward pass routes by it (route_by_first) instead of reading the candidates
     again. Without a bias, pre is best (the same array)."""
-    rows, channels = best.shape
-    zero = best.dtype.type(0)
+    channels = best.shape[1]
     for m in range(start, stop):
         for o in range(channels):
-            c0 = products[0, m, o]
-            c1 = products[1, m, o]
-            c2 = products[2, m, o]
-            b = _maximum(_maximum(_maximum(c0, c1), c2), products[3, m, o])
-            best[m, o] = b
-            q = b + bias[o] if with_bias else b
-            pre[m, o] = q
-            out[m, o] = _maximum(q, zero)
-            # (the four comparisons written out: a loop over the candidates would not vectorise)
-            first[m, o] = 0 if c0 == b else (1 if c1 == b else (2 if c2 == b else 3))
+            _pool_place(products[0, m, o], products[1, m, o], products[2, m, o],
+                        products[3, m, o], bias, with_bias, best, pre, out, first, m, o)
+
+
+@njit(**_JIT)
+def _pool_place(c0, c1, c2, c3, bias, with_bias, best, pre, out, first, m, o):
+    """One pooled place (row m, channel o) of four candidates: best = max(max(max(c0, c1), c2),
+    c3), pre = best + bias, out = max(pre, 0), and the first candidate equal to best in
+    `first` (3 where none is: a NaN)."""
+    b = _maximum(_maximum(_maximum(c0, c1), c2), c3)
+    best[m, o] = b
+    q = b + bias[o] if with_bias else b
+    pre[m, o] = q
+    out[m, o] = _maximum(q, best.dtype.type(0))
+    # (the four comparisons written out: a loop over the candidates would not vectorise)
+    first[m, o] = 0 if c0 == b else (1 if c1 == b else (2 if c2 == b else 3))
 
 
 @njit(**_JIT)
@@ -95,7 +102,6 @@ def winograd_output_pool(m, bias, with_bias, best, pre, out, first, start):
     M's rows, then the same over s's columns; candidate 2 a + b is Y[a, b]), the largest, plus
     the bias, relu, and the first largest candidate's index, in numpy's order of operations."""
     count, channels = m.shape[1], m.shape[2]
-    zero = best.dtype.type(0)
     s = np.empty((2, 4, channels), m.dtype)  # s[a, j]: the row pass of M's column j
     for q in range(count):
         for j in range(4):
@@ -104,18 +110,12 @@ def winograd_output_pool(m, bias, with_bias, best, pre, out, first, start):
                 m2 = m[8 + j, q, o]
                 s[0, j, o] = (m1 + m2) + m[j, q, o]
                 s[1, j, o] = (m1 - m2) - m[12 + j, q, o]
-        row = start + q
         for o in range(channels):
-            c0 = (s[0, 1, o] + s[0, 2, o]) + s[0, 0, o]
-            c1 = (s[0, 1, o] - s[0, 2, o]) - s[0, 3, o]
-            c2 = (s[1, 1, o] + s[1, 2, o]) + s[1, 0, o]
-            c3 = (s[1, 1, o] - s[1, 2, o]) - s[1, 3, o]
-            b = _maximum(_maximum(_maximum(c0, c1), c2), c3)
-            best[row, o] = b
-            v = b + bias[o] if with_bias else b
-            pre[row, o] = v
-            out[row, o] = _maximum(v, zero)
-            first[row, o] = 0 if c0 == b else (1 if c1 == b else (2 if c2 == b else 3))
+            _pool_place((s[0, 1, o] + s[0, 2, o]) + s[0, 0, o],
+                        (s[0, 1, o] - s[0, 2, o]) - s[0, 3, o],
+                        (s[1, 1, o] + s[1, 2, o]) + s[1, 0, o],
+                        (s[1, 1, o] - s[1, 2, o]) - s[1, 3, o],
+                        bias, with_bias, best, pre, out, first, start + q, o)
 
 
 @njit(**_JIT)
@@ -135,18 +135,7 @@ def winograd_routed_grad(first, pre, grad, g, start, stop):
             g[p, o] = gi
             k = first[p, o]
             for a in range(2):
-                y0 = gi * (one if k == 2 * a else zero)
-                y1 = gi * (one if k == 2 * a + 1 else zero)
-                ds[a, 0, o] = y0
-                ds[a, 1, o] = y0 + y1
-                ds[a, 2, o] = y0 - y1
-                ds[a, 3, o] = -y1
-        for col in range(4):
-            for o in range(channels):
-                y0 = ds[0, col, o]
-                y1 = ds[1, col, o]
-                dm[col, q, o] = y0
-                dm[4 + col, q, o] = y0 + y1
-                dm[8 + col, q, o] = y0 - y1
-                dm[12 + col, q, o] = -y1
+                a_columns(gi * (one if k == 2 * a else zero),
+                          gi * (one if k == 2 * a + 1 else zero), ds, a, o)
+        a_rows(ds, dm, q)
     return dm

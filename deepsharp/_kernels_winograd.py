@@ -67,21 +67,31 @@ def winograd_output_grad(dy, start, stop):
         p = start + q
         for a in range(2):
             for ch in range(o):
-                y0 = dy[2 * a, p, ch]
-                y1 = dy[2 * a + 1, p, ch]
-                ds[a, 0, ch] = y0
-                ds[a, 1, ch] = y0 + y1
-                ds[a, 2, ch] = y0 - y1
-                ds[a, 3, ch] = -y1
-        for col in range(4):
-            for ch in range(o):
-                y0 = ds[0, col, ch]
-                y1 = ds[1, col, ch]
-                dm[col, q, ch] = y0
-                dm[4 + col, q, ch] = y0 + y1
-                dm[8 + col, q, ch] = y0 - y1
-                dm[12 + col, q, ch] = -y1
+                a_columns(dy[2 * a, p, ch], dy[2 * a + 1, p, ch], ds, a, ch)
+        a_rows(ds, dm, q)
     return dm
+
+
+@njit(**_JIT)
+def a_columns(y0, y1, ds, a, ch):
+    """`_a` on one channel of one row of dY: ds[a, 0..3, ch] = y0, y0 + y1, y0 - y1, -y1."""
+    ds[a, 0, ch] = y0
+    ds[a, 1, ch] = y0 + y1
+    ds[a, 2, ch] = y0 - y1
+    ds[a, 3, ch] = -y1
+
+
+@njit(**_JIT)
+def a_rows(ds, dm, q):
+    """`_a` over the column pass ds (2, 4, O): dM's tile q, dm[4 i + col, q] (A's rows again)."""
+    for col in range(4):
+        for ch in range(ds.shape[2]):
+            y0 = ds[0, col, ch]
+            y1 = ds[1, col, ch]
+            dm[col, q, ch] = y0
+            dm[4 + col, q, ch] = y0 + y1
+            dm[8 + col, q, ch] = y0 - y1
+            dm[12 + col, q, ch] = -y1
 
 
 @njit(**_JIT)

@@ -117,11 +117,12 @@ class ConvReluMaxPool:
         by_first = None if first is None else kernel("route_by_first")
         if by_first is not None or winograd_grads is not None:
             grad2d = np.ascontiguousarray(grad2d)
-        routed = (None if winograd_grads is not None else
-                  np.empty((len(products) if first is None else 4, *best.shape), best.dtype))
-
-        def grads(r: slice) -> np.ndarray:  # route and dM = A dY A^T in one pass (compiled)
-            return winograd_grads(first, pre, grad2d, g, r.start, r.stop)
+        routed = grads = None
+        if winograd_grads is not None:  # route and dM = A dY A^T in one pass, run by run
+            def grads(r: slice) -> np.ndarray:
+                return winograd_grads(first, pre, grad2d, g, r.start, r.stop)
+        else:
+            routed = np.empty((len(products) if first is None else 4, *best.shape), best.dtype)
 
         def route(r: slice) -> None:  # rows r of g and routed
             if by_first is not None:  # relu's rule and the route in one pass
@@ -141,7 +142,7 @@ class ConvReluMaxPool:
         if isinstance(cols, tuple):  # the Winograd path's (v, u, tiles)
             # each run's rows routed just before the run reads them, by the thread running it
             gx, gw = winograd.backward(routed, cols, padded, w.shape, needs_input_grad(0), route,
-                                       None if winograd_grads is None else grads)
+                                       grads)
             gx = None if gx is None else crop_places(gx, pads)
         else:
             in_halves(route, len(best))  # row by row: two halves at once under in_halves

@@ -113,13 +113,10 @@ def backward(routed: np.ndarray | None, saved, padded, w_shape, input_grad_neede
     def runs(chunks) -> list[np.ndarray]:
         sums = []
         for images, rows in chunks:
-            if grads is not None:
-                dm = grads(rows)
-            else:
-                if route is not None:
-                    route(rows)
-                dm = (output_grad(routed[:, rows]) if back is None
-                      else back(routed, rows.start, rows.stop))
+            if grads is None and route is not None:
+                route(rows)
+            dm = (grads(rows) if grads is not None else output_grad(routed[:, rows])
+                  if back is None else back(routed, rows.start, rows.stop))
             sums.append(np.matmul(v[:, rows].transpose(0, 2, 1), dm))
             if gx is not None:
                 input_grad(dm, u, gx[images], tiles)
